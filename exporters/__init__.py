@@ -1,0 +1,1 @@
+"""Exporters: Prometheus, OTLP metrics, evaluation events, result store."""

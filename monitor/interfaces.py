@@ -1,0 +1,149 @@
+"""The seams between pipeline stages.
+
+Consumers are synchronous and never block: a call either takes ownership of the data (the caller
+must not touch it afterwards) or drops it and counts the drop. None raises for overload. Stages
+are wired only in ``monitor.app``; each stage knows its downstream through these protocols.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+
+from monitor.model import (
+    Conversation,
+    EvaluationResult,
+    LogRecord,
+    SamplingDecision,
+    Score,
+    SpanRecord,
+    Turn,
+)
+
+__all__ = [
+    "Component",
+    "SpanConsumer",
+    "TurnConsumer",
+    "ConversationConsumer",
+    "ResultConsumer",
+    "Sampler",
+    "Evaluator",
+    "Telemetry",
+    "NullTelemetry",
+]
+
+
+@runtime_checkable
+class Component(Protocol):
+    """Lifecycle contract: ``start`` returns fast; ``shutdown`` is safe twice and without
+    ``start``, stops accepting, drains what it already accepted, and honours ``deadline``
+    (a ``loop.time()`` value)."""
+
+    async def start(self) -> None: ...
+
+    async def shutdown(self, deadline: float) -> None: ...
+
+
+class SpanConsumer(Protocol):
+    """Receives decoded spans and log records from the receivers."""
+
+    def consume_spans(self, spans: Sequence[SpanRecord]) -> int:
+        """Take ownership of ``spans``; return how many were dropped on purpose."""
+        ...
+
+    def consume_logs(self, logs: Sequence[LogRecord]) -> int:
+        """Take ownership of ``logs``; return how many were dropped on purpose."""
+        ...
+
+
+class TurnConsumer(Protocol):
+    def consume_turn(self, turn: Turn) -> None: ...
+
+
+class ConversationConsumer(Protocol):
+    def consume(self, conversation: Conversation) -> None: ...
+
+
+class ResultConsumer(Protocol):
+    """Exporters: Prometheus, OTLP, events, store. Must not block."""
+
+    def consume_result(self, result: EvaluationResult) -> None: ...
+
+
+class Sampler(Protocol):
+    """Decides once per conversation, at its first turn; pure given its injected clock."""
+
+    name: str
+
+    def decide(self, turn: Turn) -> SamplingDecision: ...
+
+
+class Evaluator(Protocol):
+    """One metric (or a group judged together). Never raises for a judge failure: it returns
+    ``Score`` objects with status ``error``."""
+
+    metric_ids: tuple[str, ...]
+
+    async def evaluate(self, turn: Turn) -> Sequence[Score]: ...
+
+
+class Telemetry(Protocol):
+    """Self-telemetry sink (DESIGN.md §5). Implementations must be cheap and non-blocking."""
+
+    def spans_received(self, transport: str, count: int) -> None: ...
+
+    def spans_dropped(self, reason: str, count: int) -> None: ...
+
+    def logs_received(self, transport: str, count: int) -> None: ...
+
+    def logs_dropped(self, reason: str, count: int) -> None: ...
+
+    def requests_rejected(self, transport: str, reason: str) -> None: ...
+
+    def turns_assembled(self, convention: str) -> None: ...
+
+    def traces_without_turn(self, reason: str) -> None: ...
+
+    def traces_evicted(self, reason: str) -> None: ...
+
+    def conversations_closed(self, reason: str) -> None: ...
+
+    def forward_outcome(self, outcome: str) -> None: ...
+
+    def queue_dropped(self, queue: str, count: int) -> None: ...
+
+
+class NullTelemetry:
+    """Telemetry that records nothing (tools such as ``inspect`` and unit tests)."""
+
+    def spans_received(self, transport: str, count: int) -> None:
+        pass
+
+    def spans_dropped(self, reason: str, count: int) -> None:
+        pass
+
+    def logs_received(self, transport: str, count: int) -> None:
+        pass
+
+    def logs_dropped(self, reason: str, count: int) -> None:
+        pass
+
+    def requests_rejected(self, transport: str, reason: str) -> None:
+        pass
+
+    def turns_assembled(self, convention: str) -> None:
+        pass
+
+    def traces_without_turn(self, reason: str) -> None:
+        pass
+
+    def traces_evicted(self, reason: str) -> None:
+        pass
+
+    def conversations_closed(self, reason: str) -> None:
+        pass
+
+    def forward_outcome(self, outcome: str) -> None:
+        pass
+
+    def queue_dropped(self, queue: str, count: int) -> None:
+        pass

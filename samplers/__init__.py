@@ -1,0 +1,1 @@
+"""Sampling policies: which conversations the evaluators see, with Horvitz–Thompson weights."""
