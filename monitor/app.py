@@ -1,0 +1,124 @@
+"""Composition root: the only module that wires concrete stages together.
+
+Start order is downstream-first (admin → conversations → assembler → forwarder → receivers), so
+nothing is accepted before its consumer runs; shutdown is upstream-first under one deadline:
+stop listening, assemble what is pending, close conversations, drain the forwarder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from prometheus_client import CollectorRegistry, disable_created_metrics
+
+from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
+from monitor.admin import AdminServer
+from monitor.assembly.assembler import Assembler
+from monitor.assembly.conversations import ConversationSink, ConversationTracker
+from monitor.config import MonitorConfig
+from monitor.model import Conversation, Turn
+from monitor.receivers.forward import Forwarder
+from monitor.receivers.ingest import Ingest
+from monitor.receivers.otlp_grpc import OtlpGrpcReceiver
+from monitor.receivers.otlp_http import OtlpHttpReceiver
+
+__all__ = ["Sidecar", "NullConversationSink"]
+
+log = logging.getLogger(__name__)
+
+
+class NullConversationSink:
+    """Downstream of the tracker when no evaluation is wired: turns are only counted."""
+
+    def turn_added(self, conversation: Conversation, turn: Turn) -> None:
+        pass
+
+    def conversation_closed(self, conversation: Conversation) -> None:
+        pass
+
+
+class Sidecar:
+    """The running pipeline. Construct, ``await start()``, ``await shutdown()``; restartable."""
+
+    def __init__(self, config: MonitorConfig, sink: ConversationSink | None = None,
+                 registry: CollectorRegistry | None = None) -> None:
+        disable_created_metrics()  # *_created series double the series count for no dashboard use
+        self.config = config
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        self.telemetry = PrometheusTelemetry(self.registry)
+        self._sink = sink or NullConversationSink()
+        self._components: list[Any] = []
+        self._executor: ThreadPoolExecutor | None = None
+        self._started = False
+        self.conversations: ConversationTracker | None = None
+        self.assembler: Assembler | None = None
+        self.http: OtlpHttpReceiver | None = None
+        self.grpc: OtlpGrpcReceiver | None = None
+        self.admin: AdminServer | None = None
+        self.forwarder: Forwarder | None = None
+        self._collector: ScrapeTimeCollector | None = None
+
+    def _build(self) -> list[Any]:
+        cfg = self.config
+        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rag-monitor-decode")
+        self.conversations = ConversationTracker(cfg.assembly, self._sink, self.telemetry)
+        self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
+        self.forwarder = Forwarder(cfg.forward, self.telemetry) if cfg.forward.endpoint else None
+        ingest = Ingest(self.assembler, self.telemetry, self._executor)
+        self.http = (OtlpHttpReceiver(cfg.receivers.http, ingest, self.telemetry, self.forwarder)
+                     if cfg.receivers.http.enabled else None)
+        self.grpc = (OtlpGrpcReceiver(cfg.receivers.grpc, ingest, self.telemetry, self.forwarder)
+                     if cfg.receivers.grpc.enabled else None)
+        self.admin = AdminServer(cfg.admin, self.registry, self.ready)
+        forwarder = self.forwarder
+        queues = {"forward": (lambda: forwarder.queue_depth)} if forwarder else {}
+        assembler, conversations = self.assembler, self.conversations
+        self._collector = ScrapeTimeCollector(queues, lambda: assembler.pending_traces,
+                                              lambda: assembler.pending_spans,
+                                              lambda: conversations.open_conversations)
+        self.registry.register(self._collector)
+        # Downstream first.
+        return [c for c in (self.admin, self.conversations, self.assembler, self.forwarder,
+                            self.grpc, self.http) if c is not None]
+
+    def ready(self) -> bool:
+        return self._started
+
+    async def start(self) -> None:
+        if self._components:
+            return
+        components = self._build()
+        started: list[Any] = []
+        try:
+            for c in components:
+                await c.start()
+                started.append(c)
+        except BaseException:
+            self._components = started
+            await self.shutdown()
+            raise
+        self._components = components
+        self._started = True
+
+    async def shutdown(self, timeout: float | None = None) -> None:
+        """Stop upstream-first within ``timeout`` (default: ``shutdown_deadline_seconds``)."""
+        self._started = False
+        components, self._components = self._components, []
+        if not components and self._executor is None:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.config.shutdown_deadline_seconds if timeout is None else timeout)
+        for c in reversed(components):
+            try:
+                await asyncio.wait_for(c.shutdown(deadline), max(0.1, deadline - loop.time()))
+            except Exception:  # keep stopping the rest; report once
+                log.exception("shutting down %s failed", type(c).__name__)
+        if self._collector is not None:
+            self.registry.unregister(self._collector)
+            self._collector = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

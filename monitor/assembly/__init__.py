@@ -1,0 +1,1 @@
+"""Spans and log records → turns → conversations."""

@@ -1,0 +1,200 @@
+"""Buffer spans and log records by trace id; assemble each trace once it is complete.
+
+A trace is complete ``decision_wait_seconds`` after its root span arrives (the root ends last,
+and the wait lets late children and log records sent in a separate request join). A trace whose
+root never comes is assembled after ``max_trace_age_seconds``. Memory is bounded: past
+``max_pending_traces`` the oldest trace is assembled early, past ``max_spans_per_trace`` a
+trace is assembled at once; both are counted. Spans for a trace that was already assembled are
+dropped and counted (``late``), remembered in a bounded set.
+
+``consume_spans``/``consume_logs`` run on the event loop and do O(1) work per record; turn
+building runs in the sweep task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from monitor.assembly.conventions import NoTurn, build_turn
+from monitor.config import AssemblyConfig
+from monitor.interfaces import Telemetry, TurnConsumer
+from monitor.model import LogRecord, SpanRecord, Turn
+
+__all__ = ["Assembler"]
+
+log = logging.getLogger(__name__)
+_SWEEP_CHUNK = 200  # traces built per slice before yielding to the loop
+
+
+@dataclass(slots=True)
+class _Pending:
+    spans: list[SpanRecord] = field(default_factory=list)
+    logs: list[LogRecord] = field(default_factory=list)
+    due: float = 0.0
+    has_root: bool = False
+
+
+class Assembler:
+    """SpanConsumer + Component. Hands each assembled Turn to ``downstream``."""
+
+    def __init__(self, config: AssemblyConfig, downstream: TurnConsumer, telemetry: Telemetry,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._cfg = config
+        self._downstream = downstream
+        self._telemetry = telemetry
+        self._clock = clock
+        self._pending: OrderedDict[str, _Pending] = OrderedDict()
+        self._heap: list[tuple[float, str]] = []
+        self._done: OrderedDict[str, None] = OrderedDict()
+        self._task: asyncio.Task[None] | None = None
+        self._accepting = True
+        self._pending_spans = 0
+
+    # ------------------------------------------------------------------ consumer side
+    @property
+    def pending_traces(self) -> int:
+        return len(self._pending)
+
+    @property
+    def pending_spans(self) -> int:
+        return self._pending_spans
+
+    def consume_spans(self, spans: Sequence[SpanRecord]) -> int:
+        if not self._accepting:
+            self._telemetry.spans_dropped("shutting_down", len(spans))
+            return len(spans)
+        dropped = 0
+        now = self._clock()
+        for span in spans:
+            entry = self._entry(span.trace_id, now)
+            if entry is None:
+                dropped += 1
+                continue
+            entry.spans.append(span)
+            self._pending_spans += 1
+            if span.is_root and not entry.has_root:
+                entry.has_root = True
+                self._schedule(span.trace_id, entry, now + self._cfg.decision_wait_seconds)
+            if len(entry.spans) >= self._cfg.max_spans_per_trace:
+                self._telemetry.traces_evicted("max_spans_per_trace")
+                self._complete(span.trace_id)
+        if dropped:
+            self._telemetry.spans_dropped("late", dropped)
+        return dropped
+
+    def consume_logs(self, logs: Sequence[LogRecord]) -> int:
+        if not self._accepting:
+            self._telemetry.logs_dropped("shutting_down", len(logs))
+            return len(logs)
+        dropped = 0
+        no_trace = 0
+        now = self._clock()
+        for record in logs:
+            if not record.trace_id:
+                no_trace += 1
+                continue
+            entry = self._entry(record.trace_id, now)
+            if entry is None or len(entry.logs) >= self._cfg.max_logs_per_trace:
+                dropped += 1
+                continue
+            entry.logs.append(record)
+        if no_trace:
+            self._telemetry.logs_dropped("no_trace_id", no_trace)
+        if dropped:
+            self._telemetry.logs_dropped("late_or_full", dropped)
+        return dropped + no_trace
+
+    def _entry(self, trace_id: str, now: float) -> _Pending | None:
+        entry = self._pending.get(trace_id)
+        if entry is not None:
+            return entry
+        if trace_id in self._done:
+            return None
+        while len(self._pending) >= self._cfg.max_pending_traces:
+            oldest = next(iter(self._pending))
+            self._telemetry.traces_evicted("max_pending_traces")
+            self._complete(oldest)
+        entry = _Pending()
+        self._pending[trace_id] = entry
+        self._schedule(trace_id, entry, now + self._cfg.max_trace_age_seconds)
+        return entry
+
+    def _schedule(self, trace_id: str, entry: _Pending, due: float) -> None:
+        entry.due = due
+        heapq.heappush(self._heap, (due, trace_id))
+        # Stale heap entries (rescheduled or completed traces) are skipped when popped; rebuild
+        # when they dominate so the heap stays proportional to the pending set.
+        if len(self._heap) > 4 * len(self._pending) + 64:
+            self._heap = [(e.due, t) for t, e in self._pending.items()]
+            heapq.heapify(self._heap)
+
+    # ------------------------------------------------------------------ assembly
+    def _complete(self, trace_id: str) -> Turn | None:
+        entry = self._pending.pop(trace_id, None)
+        if entry is None:
+            return None
+        self._pending_spans -= len(entry.spans)
+        self._done[trace_id] = None
+        if len(self._done) > 2 * self._cfg.max_pending_traces:
+            self._done.popitem(last=False)
+        try:
+            turn = build_turn(entry.spans, entry.logs, self._cfg.mapping, self._cfg.max_history_messages)
+        except NoTurn as exc:
+            self._telemetry.traces_without_turn(exc.reason)
+            return None
+        except Exception:  # a bug in one trace must not stop the pipeline
+            log.exception("assembling trace %s failed", trace_id)
+            self._telemetry.traces_without_turn("internal_error")
+            return None
+        self._telemetry.turns_assembled(turn.convention)
+        self._downstream.consume_turn(turn)
+        return turn
+
+    def assemble_due(self, now: float | None = None, limit: int | None = None) -> int:
+        """Assemble traces whose time has come; return how many were completed."""
+        now = self._clock() if now is None else now
+        n = 0
+        while self._heap and self._heap[0][0] <= now and (limit is None or n < limit):
+            due, trace_id = heapq.heappop(self._heap)
+            entry = self._pending.get(trace_id)
+            if entry is None or entry.due != due:
+                continue
+            self._complete(trace_id)
+            n += 1
+        return n
+
+    def flush(self) -> int:
+        """Assemble everything pending now (shutdown, ``inspect``)."""
+        n = 0
+        for trace_id in list(self._pending):
+            self._complete(trace_id)
+            n += 1
+        self._heap.clear()
+        return n
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        if self._task is None:
+            self._accepting = True
+            self._task = asyncio.create_task(self._sweep(), name="assembler-sweep")
+
+    async def _sweep(self) -> None:
+        interval = min(0.25, max(0.01, self._cfg.decision_wait_seconds / 4))
+        while True:
+            await asyncio.sleep(interval)
+            while self.assemble_due(limit=_SWEEP_CHUNK) == _SWEEP_CHUNK:
+                await asyncio.sleep(0)
+
+    async def shutdown(self, deadline: float) -> None:
+        self._accepting = False
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self.flush()

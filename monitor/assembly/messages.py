@@ -1,0 +1,218 @@
+"""Parsers for the message and document shapes the conventions use. Pure functions.
+
+Each takes an attribute value as decoded from OTLP (a JSON string or a structured list/dict)
+and returns model objects, ignoring what it does not understand rather than failing: spans from
+the wild are messy, and a partly understood trace is better than none.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+from monitor.model import Document, Message
+
+__all__ = [
+    "load_json",
+    "genai_messages",
+    "genai_text",
+    "indexed",
+    "indexed_messages",
+    "indexed_documents",
+    "documents_from_value",
+    "as_float",
+    "as_int",
+    "as_str",
+]
+
+
+def load_json(value: Any) -> Any:
+    """A JSON string → Python value; structured values pass through; bad JSON → None."""
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        s = value.strip()
+        if not s or s[0] not in "[{\"":
+            return None
+        try:
+            return json.loads(s)
+        except ValueError:
+            return None
+    return value
+
+
+def as_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (int, float, bool)):
+        return str(value)
+    return None
+
+
+def as_float(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def as_int(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def genai_text(content: Any) -> str | None:
+    """Text of a message's content in any of the shapes seen: a string, a list of parts
+    (``{"type": "text", "content"|"text": …}``), or OpenAI's ``[{"type":"text","text":…}]``."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        for key in ("content", "text", "value"):
+            if isinstance(content.get(key), str):
+                return content[key]
+        return None
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, Mapping) and part.get("type", "text") in ("text", "input_text", "output_text"):
+                t = part.get("content", part.get("text"))
+                if isinstance(t, str):
+                    texts.append(t)
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def genai_messages(value: Any) -> list[Message]:
+    """``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON string or structured).
+
+    Also accepts the chat-completions shape ``[{"role", "content"}]`` that some emitters use."""
+    data = load_json(value)
+    if isinstance(data, Mapping):
+        data = data.get("messages", [data])
+    if not isinstance(data, list):
+        return []
+    out = []
+    for item in data:
+        if not isinstance(item, Mapping):
+            continue
+        role = as_str(item.get("role")) or "assistant"
+        text = genai_text(item["parts"]) if "parts" in item else genai_text(item.get("content"))
+        if text is None and isinstance(item.get("message"), Mapping):  # gen_ai.choice-like
+            role = as_str(item["message"].get("role")) or role
+            text = genai_text(item["message"].get("content"))
+        if text is not None:
+            out.append(Message(role, text))
+    return out
+
+
+def indexed(attrs: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
+    """Collect flattened ``prefix.N.rest`` keys into ``{N: {rest: value}}``."""
+    head = prefix + "."
+    cut = len(head)
+    out: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith(head):
+            continue
+        idx, _, rest = key[cut:].partition(".")
+        if idx.isdigit() and rest:
+            out.setdefault(int(idx), {})[rest] = value
+    return out
+
+
+def _oi_content(fields: Mapping[str, Any], content_key: str, contents_key: str) -> str | None:
+    text = as_str(fields.get(content_key))
+    if text is not None:
+        return text
+    parts = indexed(fields, contents_key)
+    texts = [as_str(p.get("message_content.text")) for _, p in sorted(parts.items())]
+    joined = [t for t in texts if t]
+    return "\n".join(joined) if joined else None
+
+
+def indexed_messages(attrs: Mapping[str, Any], prefix: str, role_key: str, content_key: str,
+                     contents_key: str | None = None) -> list[Message]:
+    """Flattened messages: OpenInference ``llm.input_messages.N.message.role`` or OpenLLMetry
+    ``gen_ai.prompt.N.role``."""
+    out = []
+    for _, fields in sorted(indexed(attrs, prefix).items()):
+        text = _oi_content(fields, content_key, contents_key) if contents_key else as_str(fields.get(content_key))
+        if text is None:
+            continue
+        out.append(Message(as_str(fields.get(role_key)) or "user", text))
+    return out
+
+
+def indexed_documents(attrs: Mapping[str, Any], prefix: str) -> list[Document]:
+    """OpenInference ``retrieval.documents.N.document.{id,content,score,metadata}``."""
+    out = []
+    for _, f in sorted(indexed(attrs, prefix).items()):
+        title = None
+        meta = load_json(f.get("document.metadata"))
+        if isinstance(meta, Mapping):
+            title = as_str(meta.get("title"))
+        doc = Document(as_str(f.get("document.id")), as_str(f.get("document.content")),
+                       as_float(f.get("document.score")), title)
+        if doc.id is not None or doc.content is not None:
+            out.append(doc)
+    return out
+
+
+_CONTENT_KEYS = ("content", "text", "page_content", "document", "chunk", "body")
+_ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "uri", "source")
+_SCORE_KEYS = ("score", "relevance_score", "similarity", "distance")
+
+
+def _doc_from_mapping(item: Mapping[str, Any]) -> Document | None:
+    meta = item.get("metadata") if isinstance(item.get("metadata"), Mapping) else {}
+    content = next((as_str(item[k]) for k in _CONTENT_KEYS if isinstance(item.get(k), str)), None)
+    doc_id = next((as_str(item[k]) for k in _ID_KEYS if item.get(k) is not None and as_str(item[k])), None)
+    if doc_id is None:
+        doc_id = next((as_str(meta[k]) for k in _ID_KEYS if meta.get(k) is not None and as_str(meta[k])), None)
+    score = next((as_float(item[k]) for k in _SCORE_KEYS if as_float(item.get(k)) is not None), None)
+    title = as_str(item.get("title")) or as_str(meta.get("title"))
+    if content is None and doc_id is None:
+        return None
+    return Document(doc_id, content, score, title)
+
+
+def documents_from_value(value: Any) -> list[Document] | None:
+    """A list of document-like objects (GenAI ``gen_ai.retrieval.documents``, a traceloop task
+    output, a custom attribute) → documents; None when the value is not such a list."""
+    data = load_json(value)
+    if isinstance(data, Mapping):
+        for key in ("documents", "docs", "results", "chunks", "context"):
+            if isinstance(data.get(key), list):
+                data = data[key]
+                break
+    if not isinstance(data, list) or not data:
+        return None
+    docs = [_doc_from_mapping(item) for item in data if isinstance(item, Mapping)]
+    found = [d for d in docs if d is not None]
+    # Every element must look like a document; a list of arbitrary dicts is not a retrieval.
+    return found if found and len(found) == len(data) else None
+
+
+def first(values: Iterable[Any]) -> Any:
+    for v in values:
+        if v is not None:
+            return v
+    return None

@@ -1,0 +1,125 @@
+"""The ``rag-monitor`` command. Only this module exits the process.
+
+Exit codes: 0 ok, 1 runtime failure (e.g. a port in use), 2 invalid configuration or usage,
+130 forced stop by a second signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from monitor.config import MonitorConfig, load_config
+from monitor.errors import ConfigError, DecodeError, PayloadTooLarge
+
+EXIT_RUNTIME = 1
+EXIT_CONFIG = 2
+EXIT_FORCED = 130
+
+log = logging.getLogger("rag_monitor")
+
+
+def _load(config_path: str | None) -> MonitorConfig:
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        click.echo(f"rag-monitor: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+
+
+@click.group()
+@click.version_option(package_name="rag-monitor")
+def main() -> None:
+    """Online monitoring sidecar for RAG and chat applications."""
+
+
+@main.command()
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="YAML config file (default: embedded defaults; env RAG_MONITOR_CONFIG).")
+def serve(config_path: str | None) -> None:
+    """Run the sidecar: OTLP receivers, assembly, metrics on the admin port."""
+    config = _load(config_path)
+    logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(_serve(config))
+    except OSError as exc:
+        click.echo(f"rag-monitor: cannot start: {exc}", err=True)
+        sys.exit(EXIT_RUNTIME)
+
+
+async def _serve(config: MonitorConfig) -> None:
+    from monitor.app import Sidecar
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signals_seen = 0
+
+    def on_signal(signum: int) -> None:
+        nonlocal signals_seen
+        signals_seen += 1
+        if signals_seen > 1:
+            log.warning("second signal: exiting now")
+            os._exit(EXIT_FORCED)
+        log.info("signal %s: shutting down (deadline %.0fs)", signal.Signals(signum).name,
+                 config.shutdown_deadline_seconds)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig)
+    sidecar = Sidecar(config)
+    await sidecar.start()
+    log.info("rag-monitor ready: OTLP/HTTP %s:%s, OTLP/gRPC %s:%s, admin http://%s:%s/metrics",
+             config.receivers.http.host, sidecar.http.port if sidecar.http else "-",
+             config.receivers.grpc.host, sidecar.grpc.port if sidecar.grpc else "-",
+             config.admin.host, sidecar.admin.port if sidecar.admin else "-")
+    await stop.wait()
+    await sidecar.shutdown()
+    log.info("stopped")
+
+
+@main.command()
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None)
+def validate(config_path: str | None) -> None:
+    """Check a config file (and RAG_MONITOR_* env) without starting anything."""
+    config = _load(config_path)
+    click.echo(f"configuration is valid ({config_path or 'embedded defaults'})")
+    click.echo(config.model_dump_json(indent=2))
+
+
+@main.command()
+@click.option("--traces", "traces", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Saved ExportTraceServiceRequest body (protobuf or OTLP/JSON, gzip ok).")
+@click.option("--logs", "logs", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Saved ExportLogsServiceRequest body.")
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Config whose assembly.mapping to apply.")
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+def inspect(traces: tuple[str, ...], logs: tuple[str, ...], config_path: str | None,
+            files: tuple[str, ...]) -> None:
+    """Print one JSON object per turn assembled from saved OTLP bodies."""
+    from monitor.inspect import dumps, inspect_files
+
+    config = _load(config_path)
+    trace_files = [Path(p) for p in traces + files]
+    if not trace_files:
+        raise click.UsageError("give at least one --traces FILE")
+    try:
+        turns = inspect_files(trace_files, [Path(p) for p in logs], config.assembly)
+    except (DecodeError, PayloadTooLarge) as exc:
+        click.echo(f"rag-monitor: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+    for turn in turns:
+        click.echo(dumps(turn))
+    if not turns:
+        click.echo("rag-monitor: no turn found in these traces", err=True)
+
+
+if __name__ == "__main__":
+    main()

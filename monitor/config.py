@@ -1,0 +1,189 @@
+"""Configuration: YAML file + ``RAG_MONITOR_…`` environment overrides, validated once at start.
+
+Every section is a pydantic model with ``extra="forbid"``, so a misspelt key is an error that
+names it. Env overrides use ``__`` between levels: ``RAG_MONITOR_RECEIVERS__HTTP__PORT=14318``;
+values are parsed as YAML scalars/lists (``true``, ``5``, ``[a, b]``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from monitor.errors import ConfigError
+
+__all__ = [
+    "HttpReceiverConfig",
+    "GrpcReceiverConfig",
+    "ReceiversConfig",
+    "ForwardConfig",
+    "AttributeMapping",
+    "AssemblyConfig",
+    "AdminConfig",
+    "MonitorConfig",
+    "load_config",
+    "ENV_PREFIX",
+]
+
+ENV_PREFIX = "RAG_MONITOR_"
+MiB = 1024 * 1024
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HttpReceiverConfig(_Section):
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(4318, ge=0, le=65535)
+    # The OTLP spec recommends accepting up to 64 MiB; an SDK-default batch of 512 RAG spans is
+    # ~6 MB, which aiohttp's 1 MiB default would refuse (and the exporter would drop for good).
+    max_request_bytes: int = Field(64 * MiB, gt=0, description="limit on the body as sent (compressed)")
+    max_decompressed_bytes: int = Field(64 * MiB, gt=0, description="limit after gunzip")
+    bearer_token: SecretStr | None = Field(None, description="required on every request when set")
+
+
+class GrpcReceiverConfig(_Section):
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(4317, ge=0, le=65535)
+    max_message_bytes: int = Field(64 * MiB, gt=0, description="limit after decompression")
+    bearer_token: SecretStr | None = None
+
+
+class ReceiversConfig(_Section):
+    http: HttpReceiverConfig = HttpReceiverConfig()
+    grpc: GrpcReceiverConfig = GrpcReceiverConfig()
+
+
+class ForwardConfig(_Section):
+    """Send the received bodies unchanged to the app's real collector (OTLP/HTTP)."""
+
+    endpoint: str | None = Field(None, description="base URL, e.g. http://otel-collector:4318")
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_seconds: float = Field(5.0, gt=0)
+    max_queue_bytes: int = Field(64 * MiB, gt=0)
+    max_queue_requests: int = Field(1000, gt=0)
+    max_attempts: int = Field(3, ge=1, le=10, description="tries per body on retryable errors")
+    concurrency: int = Field(4, ge=1, le=64)
+
+
+class AttributeMapping(_Section):
+    """App-specific span attribute names, consulted before the known conventions."""
+
+    question: list[str] = Field(default_factory=list)
+    answer: list[str] = Field(default_factory=list)
+    conversation_id: list[str] = Field(default_factory=list)
+    ground_truth: list[str] = Field(default_factory=list)
+    system_prompt: list[str] = Field(default_factory=list)
+    documents: list[str] = Field(default_factory=list, description="JSON list of {id, content, score}")
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="label name -> span attribute name, e.g. route: http.route"
+    )
+
+
+class AssemblyConfig(_Section):
+    decision_wait_seconds: float = Field(5.0, ge=0, description="wait after the root span ends")
+    max_trace_age_seconds: float = Field(120.0, gt=0, description="assemble even without a root")
+    max_pending_traces: int = Field(10_000, gt=0)
+    max_spans_per_trace: int = Field(2_000, gt=0)
+    max_logs_per_trace: int = Field(2_000, gt=0)
+    max_attribute_chars: int = Field(256 * 1024, gt=0, description="longer text is truncated")
+    conversation_idle_seconds: float = Field(900.0, gt=0)
+    max_open_conversations: int = Field(50_000, gt=0)
+    max_turns_per_conversation: int = Field(200, gt=0)
+    max_history_messages: int = Field(50, gt=0)
+    queue_size: int = Field(10_000, gt=0, description="span batches waiting for the assembler")
+    mapping: AttributeMapping = AttributeMapping()
+
+
+class AdminConfig(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(9464, ge=0, le=65535)
+
+
+class MonitorConfig(_Section):
+    receivers: ReceiversConfig = ReceiversConfig()
+    forward: ForwardConfig = ForwardConfig()
+    assembly: AssemblyConfig = AssemblyConfig()
+    admin: AdminConfig = AdminConfig()
+    service_name: str = Field("rag-monitor", description="this process's own service.name")
+    shutdown_deadline_seconds: float = Field(10.0, gt=0)
+    log_level: str = Field("INFO", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
+
+    @model_validator(mode="after")
+    def _ports_distinct(self) -> "MonitorConfig":
+        used: dict[tuple[str, int], str] = {}
+        for key, host, port, on in (
+            ("receivers.http.port", self.receivers.http.host, self.receivers.http.port, self.receivers.http.enabled),
+            ("receivers.grpc.port", self.receivers.grpc.host, self.receivers.grpc.port, self.receivers.grpc.enabled),
+            ("admin.port", self.admin.host, self.admin.port, True),
+        ):
+            if on and port != 0:
+                if (host, port) in used:
+                    raise ValueError(f"{key} {port} is already used by {used[(host, port)]}")
+                used[(host, port)] = key
+        return self
+
+
+def _format_validation_error(exc: ValidationError, origin: Mapping[str, str]) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = f" (from {origin[key]})" if key in origin else ""
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"{key}{where}: {msg}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _apply_env(data: dict[str, Any], environ: Mapping[str, str], origin: dict[str, str]) -> None:
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX) or name == ENV_PREFIX + "CONFIG":
+            continue
+        path = [p.lower() for p in name[len(ENV_PREFIX):].split("__") if p]
+        if not path:
+            continue
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        node = data
+        for part in path[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        node[path[-1]] = value
+        origin[".".join(path)] = name
+
+
+def load_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> MonitorConfig:
+    """Read ``path`` (optional), apply env overrides, validate. Raises ConfigError."""
+    environ = os.environ if environ is None else environ
+    data: dict[str, Any] = {}
+    if path is None and environ.get(ENV_PREFIX + "CONFIG"):
+        path = environ[ENV_PREFIX + "CONFIG"]
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path}: the top level must be a mapping")
+        data = loaded
+    origin: dict[str, str] = {}
+    _apply_env(data, environ, origin)
+    try:
+        return MonitorConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc, origin)) from None

@@ -1,0 +1,1 @@
+"""OTLP receivers (HTTP and gRPC), the body decoder and the optional forwarder."""

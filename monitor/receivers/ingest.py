@@ -1,0 +1,89 @@
+"""The part of ingest both transports share: decode off the loop when large, count, hand off.
+
+The receivers only deal with their protocol (HTTP status codes, gRPC codes); this module turns a
+decoded body into calls on the downstream :class:`SpanConsumer` and into the numbers the
+protocol's ``partial_success`` needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+from monitor.interfaces import SpanConsumer, Telemetry
+from monitor.receivers.decode import DecodedLogs, DecodedSpans, decode_logs, decode_traces
+
+__all__ = ["IngestOutcome", "Ingest", "OFFLOAD_BYTES"]
+
+# Bodies above this size are decoded in a worker thread: a 6 MB batch takes tens of
+# milliseconds to convert, long enough to stall every other request on the loop.
+OFFLOAD_BYTES = 256 * 1024
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOutcome:
+    accepted: int
+    rejected: int
+    message: str
+
+
+def _describe(reasons: dict[str, int], kind: str) -> str:
+    if not reasons:
+        return ""
+    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+    return f"dropped {sum(reasons.values())} {kind}: {parts}"
+
+
+class Ingest:
+    """Decode → count → consume. Safe to call concurrently from both receivers."""
+
+    def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, executor: Executor | None = None) -> None:
+        self._consumer = consumer
+        self._telemetry = telemetry
+        self._executor = executor
+
+    async def _run(self, size: int, fn: Callable[..., T], *args: Any) -> T:
+        if size > OFFLOAD_BYTES:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        return fn(*args)
+
+    async def traces(self, body: bytes, media_type: str, transport: str) -> IngestOutcome:
+        """Decode an ExportTraceServiceRequest body; DecodeError propagates to the edge."""
+        decoded: DecodedSpans = await self._run(len(body), decode_traces, body, media_type)
+        return self.accept_spans(decoded, transport)
+
+    async def logs(self, body: bytes, media_type: str, transport: str) -> IngestOutcome:
+        decoded: DecodedLogs = await self._run(len(body), decode_logs, body, media_type)
+        return self.accept_logs(decoded, transport)
+
+    async def convert(self, size: int, fn: Callable[..., T], *args: Any) -> T:
+        """Run a conversion function, off the loop when the message is large (gRPC path)."""
+        return await self._run(size, fn, *args)
+
+    def accept_spans(self, decoded: DecodedSpans, transport: str) -> IngestOutcome:
+        t = self._telemetry
+        t.spans_received(transport, len(decoded.spans) + decoded.rejected)
+        for reason, n in decoded.reasons.items():
+            t.spans_dropped(reason, n)
+        reasons = dict(decoded.reasons)
+        dropped = self._consumer.consume_spans(decoded.spans) if decoded.spans else 0
+        if dropped:
+            reasons["overload"] = reasons.get("overload", 0) + dropped
+        rejected = decoded.rejected + dropped
+        return IngestOutcome(len(decoded.spans) - dropped, rejected, _describe(reasons, "spans"))
+
+    def accept_logs(self, decoded: DecodedLogs, transport: str) -> IngestOutcome:
+        t = self._telemetry
+        t.logs_received(transport, len(decoded.logs) + decoded.rejected)
+        for reason, n in decoded.reasons.items():
+            t.logs_dropped(reason, n)
+        reasons = dict(decoded.reasons)
+        dropped = self._consumer.consume_logs(decoded.logs) if decoded.logs else 0
+        if dropped:
+            reasons["overload"] = reasons.get("overload", 0) + dropped
+        rejected = decoded.rejected + dropped
+        return IngestOutcome(len(decoded.logs) - dropped, rejected, _describe(reasons, "log records"))

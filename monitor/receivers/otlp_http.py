@@ -1,0 +1,151 @@
+"""OTLP/HTTP receiver (aiohttp): ``POST /v1/traces`` and ``POST /v1/logs``.
+
+Status codes follow the OTLP/HTTP specification: 200 with an ``Export*ServiceResponse`` (and
+``partial_success`` for what we dropped on purpose), 400 for an undecodable body, 413 for a body
+over the compressed or decompressed limit, 415 for an unsupported Content-Type or
+Content-Encoding, 401 for a missing bearer token. Error bodies are ``google.rpc.Status`` in the
+request's own encoding. The receiver never answers 429/503 for our own overload: the app's
+exporter would retry and back up into the app; we drop and report instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from aiohttp import web
+from google.protobuf import json_format
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from monitor.config import HttpReceiverConfig
+from monitor.errors import DecodeError, PayloadTooLarge, UnsupportedMediaType
+from monitor.interfaces import Telemetry
+from monitor.receivers.auth import bearer_ok
+from monitor.receivers.decode import JSON, PROTOBUF, decompress, media_type_of
+from monitor.receivers.ingest import Ingest, IngestOutcome
+
+__all__ = ["BodySink", "OtlpHttpReceiver"]
+
+log = logging.getLogger(__name__)
+_TRANSPORT = "http"
+_GRPC_INVALID_ARGUMENT = 3
+_GRPC_RESOURCE_EXHAUSTED = 8
+_GRPC_UNAUTHENTICATED = 16
+
+
+class BodySink(Protocol):
+    """Takes a received body unchanged (the forwarder). Never blocks."""
+
+    def offer(self, path: str, body: bytes, content_type: str, content_encoding: str | None) -> None: ...
+
+
+def _encode(message: Any, media_type: str) -> bytes:
+    if media_type == JSON:
+        return json_format.MessageToJson(message, indent=None).encode()
+    return message.SerializeToString()
+
+
+def _error(status: int, grpc_code: int, message: str, media_type: str) -> web.Response:
+    body = _encode(status_pb2.Status(code=grpc_code, message=message), media_type)
+    return web.Response(status=status, body=body, content_type=media_type)
+
+
+class OtlpHttpReceiver:
+    """Component: ``start`` binds the port, ``shutdown`` stops listening and finishes in-flight."""
+
+    def __init__(self, config: HttpReceiverConfig, ingest: Ingest, telemetry: Telemetry,
+                 forward: BodySink | None = None) -> None:
+        self._config = config
+        self._ingest = ingest
+        self._telemetry = telemetry
+        self._forward = forward
+        self._token = config.bearer_token.get_secret_value() if config.bearer_token else None
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    def _app(self) -> web.Application:
+        # aiohttp's own limit guards the read; the +1 lets our handler answer with a Status body.
+        app = web.Application(client_max_size=self._config.max_request_bytes + 1)
+        app.router.add_post("/v1/traces", self._traces)
+        app.router.add_post("/v1/logs", self._logs)
+        return app
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            return
+        runner = web.AppRunner(self._app(), access_log=None, handle_signals=False, shutdown_timeout=5.0)
+        await runner.setup()
+        site = web.TCPSite(runner, self._config.host, self._config.port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = runner.addresses[0][1] if runner.addresses else self._config.port
+        log.info("OTLP/HTTP receiver listening on %s:%s", self._config.host, self.port)
+
+    async def shutdown(self, deadline: float) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def _traces(self, request: web.Request) -> web.Response:
+        return await self._handle(request, "/v1/traces")
+
+    async def _logs(self, request: web.Request) -> web.Response:
+        return await self._handle(request, "/v1/logs")
+
+    async def _handle(self, request: web.Request, path: str) -> web.Response:
+        try:
+            media_type = media_type_of(request.headers.get("Content-Type"))
+        except UnsupportedMediaType as exc:
+            return self._reject(415, _GRPC_INVALID_ARGUMENT, str(exc), PROTOBUF, "unsupported_media_type")
+        if not bearer_ok(self._token, request.headers.get("Authorization")):
+            return self._reject(401, _GRPC_UNAUTHENTICATED, "missing or wrong bearer token", media_type, "unauthenticated")
+        limit = self._config.max_request_bytes
+        if request.content_length is not None and request.content_length > limit:
+            return self._reject(413, _GRPC_RESOURCE_EXHAUSTED,
+                                f"body of {request.content_length} bytes exceeds the limit of {limit}",
+                                media_type, "too_large")
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return self._reject(413, _GRPC_RESOURCE_EXHAUSTED, f"body exceeds the limit of {limit} bytes",
+                                media_type, "too_large")
+        encoding = request.headers.get("Content-Encoding")
+        try:
+            body = decompress(raw, encoding, self._config.max_decompressed_bytes)
+            if self._forward is not None:
+                self._forward.offer(path, raw, request.headers.get("Content-Type", media_type), encoding)
+            if path == "/v1/traces":
+                outcome = await self._ingest.traces(body, media_type, _TRANSPORT)
+            else:
+                outcome = await self._ingest.logs(body, media_type, _TRANSPORT)
+        except UnsupportedMediaType as exc:
+            return self._reject(415, _GRPC_INVALID_ARGUMENT, str(exc), media_type, "unsupported_encoding")
+        except PayloadTooLarge as exc:
+            return self._reject(413, _GRPC_RESOURCE_EXHAUSTED, str(exc), media_type, "too_large")
+        except DecodeError as exc:
+            return self._reject(400, _GRPC_INVALID_ARGUMENT, str(exc), media_type, "undecodable")
+        return web.Response(body=_encode(self._response(path, outcome), media_type), content_type=media_type)
+
+    def _reject(self, status: int, grpc_code: int, message: str, media_type: str, reason: str) -> web.Response:
+        self._telemetry.requests_rejected(_TRANSPORT, reason)
+        return _error(status, grpc_code, message, media_type)
+
+    @staticmethod
+    def _response(path: str, outcome: IngestOutcome) -> Any:
+        if path == "/v1/traces":
+            resp = ExportTraceServiceResponse()
+            if outcome.rejected:
+                resp.partial_success.rejected_spans = outcome.rejected
+                resp.partial_success.error_message = outcome.message
+            return resp
+        logs_resp = ExportLogsServiceResponse()
+        if outcome.rejected:
+            logs_resp.partial_success.rejected_log_records = outcome.rejected
+            logs_resp.partial_success.error_message = outcome.message
+        return logs_resp
