@@ -9,6 +9,7 @@ times with backoff — never without bound, so a dead downstream costs at most t
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import random
 from dataclasses import dataclass
@@ -113,7 +114,7 @@ class Forwarder:
         url = self._base + item.path
         for attempt in range(1, self._config.max_attempts + 1):
             try:
-                async with self._session.post(url, data=item.body, headers=headers) as resp:
+                async with self._session.post(url, data=io.BytesIO(item.body), headers=headers) as resp:
                     await resp.read()
                     if resp.status < 300:
                         self._telemetry.forward_outcome("sent")

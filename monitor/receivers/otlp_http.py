@@ -75,7 +75,10 @@ class OtlpHttpReceiver:
     async def start(self) -> None:
         if self._runner is not None:
             return
-        runner = web.AppRunner(self._app(), access_log=None, handle_signals=False, shutdown_timeout=5.0)
+        # auto_decompress off: we inflate ourselves, under the decompressed-size limit, so a
+        # gzip bomb is refused after limit+1 bytes instead of being inflated by the parser.
+        runner = web.AppRunner(self._app(), access_log=None, handle_signals=False, shutdown_timeout=5.0,
+                               auto_decompress=False)
         await runner.setup()
         site = web.TCPSite(runner, self._config.host, self._config.port, reuse_address=True)
         try:
