@@ -46,6 +46,9 @@ class HttpReceiverConfig(_Section):
     max_request_bytes: int = Field(64 * MiB, gt=0, description="limit on the body as sent (compressed)")
     max_decompressed_bytes: int = Field(64 * MiB, gt=0, description="limit after gunzip")
     bearer_token: SecretStr | None = Field(None, description="required on every request when set")
+    # Bounds the memory held by request bodies at once (each ≤ the two limits above); past it
+    # the receiver answers 503 + Retry-After, which OTLP exporters retry later.
+    max_concurrent_requests: int = Field(16, gt=0)
 
 
 class GrpcReceiverConfig(_Section):
@@ -54,6 +57,7 @@ class GrpcReceiverConfig(_Section):
     port: int = Field(4317, ge=0, le=65535)
     max_message_bytes: int = Field(64 * MiB, gt=0, description="limit after decompression")
     bearer_token: SecretStr | None = None
+    max_concurrent_requests: int = Field(16, gt=0, description="more get RESOURCE_EXHAUSTED")
 
 
 class ReceiversConfig(_Section):
@@ -92,13 +96,13 @@ class AssemblyConfig(_Section):
     max_trace_age_seconds: float = Field(120.0, gt=0, description="assemble even without a root")
     max_pending_traces: int = Field(10_000, gt=0)
     max_spans_per_trace: int = Field(2_000, gt=0)
+    max_pending_spans: int = Field(200_000, gt=0, description="all traces together")
     max_logs_per_trace: int = Field(2_000, gt=0)
     max_attribute_chars: int = Field(256 * 1024, gt=0, description="longer text is truncated")
     conversation_idle_seconds: float = Field(900.0, gt=0)
     max_open_conversations: int = Field(50_000, gt=0)
     max_turns_per_conversation: int = Field(200, gt=0)
     max_history_messages: int = Field(50, gt=0)
-    queue_size: int = Field(10_000, gt=0, description="span batches waiting for the assembler")
     mapping: AttributeMapping = AttributeMapping()
 
 

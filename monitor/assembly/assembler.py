@@ -3,8 +3,8 @@
 A trace is complete ``decision_wait_seconds`` after its root span arrives (the root ends last,
 and the wait lets late children and log records sent in a separate request join). A trace whose
 root never comes is assembled after ``max_trace_age_seconds``. Memory is bounded: past
-``max_pending_traces`` the oldest trace is assembled early, past ``max_spans_per_trace`` a
-trace is assembled at once; both are counted. Spans for a trace that was already assembled are
+``max_pending_traces`` or ``max_pending_spans`` the oldest trace is assembled early, past
+``max_spans_per_trace`` a trace is assembled at once; all counted. Spans for a trace that was already assembled are
 dropped and counted (``late``), remembered in a bounded set.
 
 ``consume_spans``/``consume_logs`` run on the event loop and do O(1) work per record; turn
@@ -84,6 +84,9 @@ class Assembler:
             if len(entry.spans) >= self._cfg.max_spans_per_trace:
                 self._telemetry.traces_evicted("max_spans_per_trace")
                 self._complete(span.trace_id)
+            while self._pending_spans > self._cfg.max_pending_spans and self._pending:
+                self._telemetry.traces_evicted("max_pending_spans")
+                self._complete(next(iter(self._pending)))
         if dropped:
             self._telemetry.spans_dropped("late", dropped)
         return dropped

@@ -104,7 +104,7 @@ class OtlpGrpcReceiver:
         if self._server is not None:
             return
         limit = self.config.max_message_bytes
-        server = grpc.aio.server(options=[
+        server = grpc.aio.server(maximum_concurrent_rpcs=self.config.max_concurrent_requests, options=[
             ("grpc.max_receive_message_length", limit),
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
             ("grpc.so_reuseport", 0),

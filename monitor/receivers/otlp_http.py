@@ -3,7 +3,8 @@
 Status codes follow the OTLP/HTTP specification: 200 with an ``Export*ServiceResponse`` (and
 ``partial_success`` for what we dropped on purpose), 400 for an undecodable body, 413 for a body
 over the compressed or decompressed limit, 415 for an unsupported Content-Type or
-Content-Encoding, 401 for a missing bearer token. Error bodies are ``google.rpc.Status`` in the
+Content-Encoding, 401 for a missing bearer token, 503 + Retry-After past
+``max_concurrent_requests`` (bodies held in memory are bounded; exporters retry 503). Error bodies are ``google.rpc.Status`` in the
 request's own encoding. The receiver never answers 429/503 for our own overload: the app's
 exporter would retry and back up into the app; we drop and report instead.
 """
@@ -33,6 +34,7 @@ _TRANSPORT = "http"
 _GRPC_INVALID_ARGUMENT = 3
 _GRPC_RESOURCE_EXHAUSTED = 8
 _GRPC_UNAUTHENTICATED = 16
+_GRPC_UNAVAILABLE = 14
 
 
 class BodySink(Protocol):
@@ -63,6 +65,7 @@ class OtlpHttpReceiver:
         self._forward = forward
         self._token = config.bearer_token.get_secret_value() if config.bearer_token else None
         self._runner: web.AppRunner | None = None
+        self._inflight = 0
         self.port: int | None = None
 
     def _app(self) -> web.Application:
@@ -102,6 +105,18 @@ class OtlpHttpReceiver:
         return await self._handle(request, "/v1/logs")
 
     async def _handle(self, request: web.Request, path: str) -> web.Response:
+        if self._inflight >= self._config.max_concurrent_requests:
+            self._telemetry.requests_rejected(_TRANSPORT, "overloaded")
+            resp = _error(503, _GRPC_UNAVAILABLE, "receiver overloaded, retry later", PROTOBUF)
+            resp.headers["Retry-After"] = "1"
+            return resp
+        self._inflight += 1
+        try:
+            return await self._handle_one(request, path)
+        finally:
+            self._inflight -= 1
+
+    async def _handle_one(self, request: web.Request, path: str) -> web.Response:
         try:
             media_type = media_type_of(request.headers.get("Content-Type"))
         except UnsupportedMediaType as exc:

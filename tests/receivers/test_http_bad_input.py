@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import io
 import json
@@ -187,3 +188,38 @@ async def test_json_body_with_string_int64_and_hex_ids_is_accepted(sidecar):
     assert (turn.trace_id, turn.conversation_id, turn.question, turn.answer, turn.usage.input_tokens) == (
         "5b8efff798038103d269b633813fc60c", "c-9", "hi?", "hello", 12)
     assert turn.service == "svc"
+
+
+async def test_over_max_concurrent_requests_answers_503_with_retry_after():
+    data = test_config().model_dump()
+    data["receivers"]["http"]["max_concurrent_requests"] = 1
+    from monitor.config import MonitorConfig
+
+    async with running_sidecar(MonitorConfig.model_validate(data)) as (sc, sink):
+        body = good_body(12)
+        release = asyncio.Event()
+        first_chunk_sent = asyncio.Event()
+
+        async def slow_body():
+            yield body[:10]
+            first_chunk_sent.set()
+            await release.wait()
+            yield body[10:]
+
+        url = f"http://127.0.0.1:{sc.http.port}/v1/traces"
+        async with aiohttp.ClientSession() as s:
+            async def first() -> int:
+                async with s.post(url, data=slow_body(), headers=PB) as r:
+                    return r.status
+
+            task = asyncio.create_task(first())
+            await first_chunk_sent.wait()
+            while sc.http._inflight == 0:  # the handler has the request once headers are parsed
+                await asyncio.sleep(0.01)
+            async with s.post(url, data=io.BytesIO(body), headers=PB) as r:
+                assert r.status == 503
+                assert r.headers["Retry-After"] == "1"
+            release.set()
+            assert await task == 200
+        assert metric_value(sc, "rag_monitor_requests_rejected_total", transport="http", reason="overloaded") == 1
+        await sink.wait_turns(1)
