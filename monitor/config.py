@@ -100,8 +100,9 @@ class AssemblyConfig(_Section):
     max_logs_per_trace: int = Field(2_000, gt=0)
     max_attribute_chars: int = Field(256 * 1024, gt=0, description="longer text is truncated")
     conversation_idle_seconds: float = Field(900.0, gt=0)
-    max_open_conversations: int = Field(50_000, gt=0)
-    max_turns_per_conversation: int = Field(200, gt=0)
+    max_open_conversations: int = Field(10_000, gt=0)
+    max_turns_per_conversation: int = Field(100, gt=0)
+    max_buffered_turns: int = Field(20_000, gt=0, description="turns held by all open conversations")
     max_history_messages: int = Field(50, gt=0)
     mapping: AttributeMapping = AttributeMapping()
 

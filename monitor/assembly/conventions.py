@@ -60,7 +60,7 @@ def classify(span: SpanRecord) -> str:
 def _traceloop_output(a: Mapping[str, Any]) -> Any:
     out = load_json(a.get(sc.TL_ENTITY_OUTPUT))
     # traceloop wraps some outputs as {"output": …} / {"result": …}
-    if isinstance(out, Mapping) and len(out) == 1 and next(iter(out)) in ("output", "result", "return"):
+    if isinstance(out, dict) and len(out) == 1 and next(iter(out)) in ("output", "result", "return"):
         out = next(iter(out.values()))
     return out
 
@@ -122,13 +122,13 @@ def _log_exchange(span: SpanRecord, logs: Sequence[LogRecord], parents: set[str]
             text = genai_text(load_json(r.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)))
             system = [text] if text else []
             return _Exchange(inputs, outputs, system, "genai-log")
-        body = r.body if isinstance(r.body, Mapping) else {}
+        body = r.body if isinstance(r.body, dict) else {}
         if name in sc.MESSAGE_EVENT_ROLES:
             text = genai_text(body.get("content")) if body else as_str(r.body)
             if text is not None:
                 inputs.append(Message(as_str(body.get("role")) or sc.MESSAGE_EVENT_ROLES[name], text))
         elif name == sc.EVENT_CHOICE:
-            msg = body.get("message") if isinstance(body.get("message"), Mapping) else body
+            msg = body.get("message") if isinstance(body.get("message"), dict) else body
             text = genai_text(msg.get("content"))
             if text is not None:
                 outputs.append(Message(as_str(msg.get("role")) or "assistant", text))
@@ -140,14 +140,14 @@ def _log_exchange(span: SpanRecord, logs: Sequence[LogRecord], parents: set[str]
 def _value_exchange(span: SpanRecord) -> _Exchange | None:
     """Last resort: OpenInference ``input.value``/``output.value`` holding the raw request."""
     req = load_json(span.attributes.get(sc.OI_INPUT_VALUE))
-    if isinstance(req, Mapping) and isinstance(req.get("messages"), list):
+    if isinstance(req, dict) and isinstance(req.get("messages"), list):
         inputs = genai_messages(req["messages"])
         out = as_str(span.attributes.get(sc.OI_OUTPUT_VALUE))
         resp = load_json(out)
         answer = None
-        if isinstance(resp, Mapping) and isinstance(resp.get("choices"), list) and resp["choices"]:
+        if isinstance(resp, dict) and isinstance(resp.get("choices"), list) and resp["choices"]:
             choice = resp["choices"][-1]
-            if isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping):
+            if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
                 answer = genai_text(choice["message"].get("content"))
         outputs = [Message("assistant", answer)] if answer else []
         return _Exchange(inputs, outputs, [], "openinference-value")
@@ -179,11 +179,14 @@ def _ancestors(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> set[str]:
     return seen
 
 
-def _documents(spans: Sequence[SpanRecord], before_ns: int, mapping: AttributeMapping) -> list[Document]:
+def _documents(spans: Sequence[SpanRecord], kinds: Sequence[str], before_ns: int,
+               mapping: AttributeMapping) -> list[Document]:
     """Documents of the last retrieval/rerank step that ended before the final chat call."""
     best: list[Document] = []
     best_end = -1
-    for s in spans:
+    for s, kind in zip(spans, kinds):
+        if s.end_time_unix_nano > before_ns + 1 or s.end_time_unix_nano < best_end:
+            continue
         a = s.attributes
         docs: list[Document] | None = None
         for key in mapping.documents:
@@ -191,14 +194,13 @@ def _documents(spans: Sequence[SpanRecord], before_ns: int, mapping: AttributeMa
                 docs = documents_from_value(a[key])
                 break
         if docs is None:
-            kind = classify(s)
             if kind == RERANK:
                 docs = indexed_documents(a, sc.OI_RERANKER_OUTPUT_DOCUMENTS)
             elif kind == RETRIEVAL:
                 docs = (documents_from_value(a.get(sc.GEN_AI_RETRIEVAL_DOCUMENTS))
                         or indexed_documents(a, sc.OI_RETRIEVAL_DOCUMENTS)
                         or documents_from_value(_traceloop_output(a)))
-        if docs and s.end_time_unix_nano <= before_ns + 1 and s.end_time_unix_nano >= best_end:
+        if docs:
             best, best_end = docs, s.end_time_unix_nano
     return best
 
@@ -251,7 +253,8 @@ def build_turn(spans: Sequence[SpanRecord], logs: Sequence[LogRecord], mapping: 
         raise NoTurn("no_spans")
     ordered = sorted(spans, key=lambda s: (s.start_time_unix_nano, s.end_time_unix_nano))
     by_id = {s.span_id: s for s in ordered}
-    chats = [s for s in ordered if classify(s) == CHAT]
+    kinds = [classify(s) for s in ordered]
+    chats = [s for s, k in zip(ordered, kinds) if k == CHAT]
     root = next((s for s in ordered if s.is_root), None) or min(ordered, key=lambda s: s.start_time_unix_nano)
     if not chats:
         raise NoTurn("no_chat_call")
@@ -282,7 +285,7 @@ def build_turn(spans: Sequence[SpanRecord], logs: Sequence[LogRecord], mapping: 
         conversation_id=conversation_id,
         question=question,
         answer=answer,
-        documents=tuple(_documents(ordered, final.start_time_unix_nano, mapping)),
+        documents=tuple(_documents(ordered, kinds, final.start_time_unix_nano, mapping)),
         history=tuple(history[-max_history:]),
         system_prompt=system_prompt,
         ground_truth=_lookup(chat_first, mapping.ground_truth),

@@ -4,7 +4,8 @@ A conversation is open until no turn arrives for ``conversation_idle_seconds``; 
 closed and handed downstream complete. Every turn is also handed downstream as it arrives, with
 the conversation so far, because evaluation is online: waiting for the close would delay every
 verdict by the idle timeout. Memory is bounded by ``max_open_conversations`` (oldest closed
-early, counted) and ``max_turns_per_conversation`` (earliest turns forgotten).
+early, counted), ``max_buffered_turns`` across all of them (likewise) and
+``max_turns_per_conversation`` (earliest turns forgotten).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class ConversationTracker:
         self._clock = clock
         self._open: OrderedDict[str, _Open] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
+        self._buffered = 0
 
     @property
     def open_conversations(self) -> int:
@@ -63,15 +65,20 @@ class ConversationTracker:
         else:
             self._open.move_to_end(turn.conversation_id)
         conv.turns.append(turn)
+        self._buffered += 1
         if len(conv.turns) > self._cfg.max_turns_per_conversation:
             del conv.turns[0]
+            self._buffered -= 1
         conv.last_seen = now
+        while self._buffered > self._cfg.max_buffered_turns and len(self._open) > 1:
+            self._close(next(iter(self._open)), "evicted")
         self._sink.turn_added(Conversation(turn.conversation_id, tuple(conv.turns), False), turn)
 
     def _close(self, conversation_id: str, reason: str) -> None:
         conv = self._open.pop(conversation_id, None)
         if conv is None:
             return
+        self._buffered -= len(conv.turns)
         self._telemetry.conversations_closed(reason)
         self._sink.conversation_closed(Conversation(conversation_id, tuple(conv.turns), True))
 

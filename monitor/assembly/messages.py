@@ -83,7 +83,7 @@ def genai_text(content: Any) -> str | None:
     (``{"type": "text", "content"|"text": …}``), or OpenAI's ``[{"type":"text","text":…}]``."""
     if isinstance(content, str):
         return content
-    if isinstance(content, Mapping):
+    if isinstance(content, dict):
         for key in ("content", "text", "value"):
             if isinstance(content.get(key), str):
                 return content[key]
@@ -93,7 +93,7 @@ def genai_text(content: Any) -> str | None:
         for part in content:
             if isinstance(part, str):
                 texts.append(part)
-            elif isinstance(part, Mapping) and part.get("type", "text") in ("text", "input_text", "output_text"):
+            elif isinstance(part, dict) and part.get("type", "text") in ("text", "input_text", "output_text"):
                 t = part.get("content", part.get("text"))
                 if isinstance(t, str):
                     texts.append(t)
@@ -106,17 +106,17 @@ def genai_messages(value: Any) -> list[Message]:
 
     Also accepts the chat-completions shape ``[{"role", "content"}]`` that some emitters use."""
     data = load_json(value)
-    if isinstance(data, Mapping):
+    if isinstance(data, dict):
         data = data.get("messages", [data])
     if not isinstance(data, list):
         return []
     out = []
     for item in data:
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             continue
         role = as_str(item.get("role")) or "assistant"
         text = genai_text(item["parts"]) if "parts" in item else genai_text(item.get("content"))
-        if text is None and isinstance(item.get("message"), Mapping):  # gen_ai.choice-like
+        if text is None and isinstance(item.get("message"), dict):  # gen_ai.choice-like
             role = as_str(item["message"].get("role")) or role
             text = genai_text(item["message"].get("content"))
         if text is not None:
@@ -167,7 +167,7 @@ def indexed_documents(attrs: Mapping[str, Any], prefix: str) -> list[Document]:
     for _, f in sorted(indexed(attrs, prefix).items()):
         title = None
         meta = load_json(f.get("document.metadata"))
-        if isinstance(meta, Mapping):
+        if isinstance(meta, dict):
             title = as_str(meta.get("title"))
         doc = Document(as_str(f.get("document.id")), as_str(f.get("document.content")),
                        as_float(f.get("document.score")), title)
@@ -182,7 +182,7 @@ _SCORE_KEYS = ("score", "relevance_score", "similarity", "distance")
 
 
 def _doc_from_mapping(item: Mapping[str, Any]) -> Document | None:
-    meta = item.get("metadata") if isinstance(item.get("metadata"), Mapping) else {}
+    meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
     content = next((as_str(item[k]) for k in _CONTENT_KEYS if isinstance(item.get(k), str)), None)
     doc_id = next((as_str(item[k]) for k in _ID_KEYS if item.get(k) is not None and as_str(item[k])), None)
     if doc_id is None:
@@ -198,14 +198,14 @@ def documents_from_value(value: Any) -> list[Document] | None:
     """A list of document-like objects (GenAI ``gen_ai.retrieval.documents``, a traceloop task
     output, a custom attribute) → documents; None when the value is not such a list."""
     data = load_json(value)
-    if isinstance(data, Mapping):
+    if isinstance(data, dict):
         for key in ("documents", "docs", "results", "chunks", "context"):
             if isinstance(data.get(key), list):
                 data = data[key]
                 break
     if not isinstance(data, list) or not data:
         return None
-    docs = [_doc_from_mapping(item) for item in data if isinstance(item, Mapping)]
+    docs = [_doc_from_mapping(item) for item in data if isinstance(item, dict)]
     found = [d for d in docs if d is not None]
     # Every element must look like a document; a list of arbitrary dicts is not a retrieval.
     return found if found and len(found) == len(data) else None

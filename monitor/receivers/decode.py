@@ -134,7 +134,15 @@ def _pb_any(v: Any) -> Any:
 
 
 def _pb_attrs(kvs: Any) -> dict[str, Any]:
-    return {kv.key: _pb_any(kv.value) for kv in kvs}
+    # Strings are most attribute values; test for them inline to save a call per attribute.
+    out = {}
+    for kv in kvs:
+        v = kv.value
+        if v.WhichOneof("value") == "string_value":
+            out[kv.key] = v.string_value
+        else:
+            out[kv.key] = _pb_any(v)
+    return out
 
 
 def _parse_pb(cls: Any, body: bytes) -> Any:
