@@ -38,6 +38,7 @@ class _Pending:
     logs: list[LogRecord] = field(default_factory=list)
     due: float = 0.0
     has_root: bool = False
+    start: int = 0
 
 
 class Assembler:
@@ -50,7 +51,9 @@ class Assembler:
         self._telemetry = telemetry
         self._clock = clock
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
-        self._heap: list[tuple[float, str]] = []
+        # (due, root start, trace id): traces due together complete in the order they started,
+        # so a conversation whose turns arrived in one batch is seen in order.
+        self._heap: list[tuple[float, int, str]] = []
         self._done: OrderedDict[str, None] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
         self._accepting = True
@@ -80,6 +83,7 @@ class Assembler:
             self._pending_spans += 1
             if span.is_root and not entry.has_root:
                 entry.has_root = True
+                entry.start = span.start_time_unix_nano
                 self._schedule(span.trace_id, entry, now + self._cfg.decision_wait_seconds)
             if len(entry.spans) >= self._cfg.max_spans_per_trace:
                 self._telemetry.traces_evicted("max_spans_per_trace")
@@ -130,11 +134,11 @@ class Assembler:
 
     def _schedule(self, trace_id: str, entry: _Pending, due: float) -> None:
         entry.due = due
-        heapq.heappush(self._heap, (due, trace_id))
+        heapq.heappush(self._heap, (due, entry.start, trace_id))
         # Stale heap entries (rescheduled or completed traces) are skipped when popped; rebuild
         # when they dominate so the heap stays proportional to the pending set.
         if len(self._heap) > 4 * len(self._pending) + 64:
-            self._heap = [(e.due, t) for t, e in self._pending.items()]
+            self._heap = [(e.due, e.start, t) for t, e in self._pending.items()]
             heapq.heapify(self._heap)
 
     # ------------------------------------------------------------------ assembly
@@ -164,7 +168,7 @@ class Assembler:
         now = self._clock() if now is None else now
         n = 0
         while self._heap and self._heap[0][0] <= now and (limit is None or n < limit):
-            due, trace_id = heapq.heappop(self._heap)
+            due, _, trace_id = heapq.heappop(self._heap)
             entry = self._pending.get(trace_id)
             if entry is None or entry.due != due:
                 continue
@@ -175,7 +179,9 @@ class Assembler:
     def flush(self) -> int:
         """Assemble everything pending now (shutdown, ``inspect``)."""
         n = 0
-        for trace_id in list(self._pending):
+        by_start = sorted(self._pending.items(), key=lambda item: item[1].start or min(
+            (sp.start_time_unix_nano for sp in item[1].spans), default=0))
+        for trace_id, _ in by_start:
             self._complete(trace_id)
             n += 1
         self._heap.clear()

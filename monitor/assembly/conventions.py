@@ -205,6 +205,25 @@ def _documents(spans: Sequence[SpanRecord], kinds: Sequence[str], before_ns: int
     return best
 
 
+def _request_model(a: Mapping[str, Any]) -> str | None:
+    params = load_json(a.get(sc.OI_INVOCATION_PARAMETERS))
+    invoked = as_str(params.get("model")) if isinstance(params, dict) else None
+    # OpenInference with GenAI attributes on writes the *response* model into
+    # gen_ai.request.model; its invocation parameters hold what was asked for.
+    if sc.OI_SPAN_KIND in a and invoked:
+        return invoked
+    return as_str(a.get(sc.GEN_AI_REQUEST_MODEL)) or invoked or as_str(a.get(sc.OI_MODEL_NAME))
+
+
+def _output_value_id(a: Mapping[str, Any]) -> str | None:
+    """OpenInference keeps the provider's response only as JSON in ``output.value``."""
+    value = a.get(sc.OI_OUTPUT_VALUE)
+    if not isinstance(value, str) or '"id"' not in value:
+        return None
+    resp = load_json(value)
+    return as_str(resp.get("id")) if isinstance(resp, dict) else None
+
+
 def _lookup(spans: Iterable[SpanRecord], keys: Sequence[str]) -> str | None:
     for key in keys:
         for s in spans:
@@ -289,7 +308,7 @@ def build_turn(spans: Sequence[SpanRecord], logs: Sequence[LogRecord], mapping: 
         history=tuple(history[-max_history:]),
         system_prompt=system_prompt,
         ground_truth=_lookup(chat_first, mapping.ground_truth),
-        request_model=as_str(a.get(sc.GEN_AI_REQUEST_MODEL)) or as_str(a.get(sc.OI_MODEL_NAME)),
+        request_model=_request_model(a),
         response_model=as_str(a.get(sc.GEN_AI_RESPONSE_MODEL)) or as_str(a.get(sc.OI_MODEL_NAME)),
         provider=(as_str(a.get(sc.GEN_AI_PROVIDER_NAME)) or as_str(a.get(sc.GEN_AI_SYSTEM))
                   or as_str(a.get(sc.OI_PROVIDER)) or as_str(a.get(sc.OI_SYSTEM))),
@@ -299,7 +318,7 @@ def build_turn(spans: Sequence[SpanRecord], logs: Sequence[LogRecord], mapping: 
         latency_seconds=root.duration_seconds,
         usage=_usage(chats),
         error=_error(ordered),
-        response_id=as_str(a.get(sc.GEN_AI_RESPONSE_ID)),
+        response_id=as_str(a.get(sc.GEN_AI_RESPONSE_ID)) or _output_value_id(a),
         chat_span_id=final.span_id,
         convention=ex.convention,
     )

@@ -11,6 +11,7 @@ early, counted), ``max_buffered_turns`` across all of them (likewise) and
 from __future__ import annotations
 
 import asyncio
+import bisect
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -64,7 +65,11 @@ class ConversationTracker:
             conv = self._open[turn.conversation_id] = _Open()
         else:
             self._open.move_to_end(turn.conversation_id)
-        conv.turns.append(turn)
+        if conv.turns and turn.start_time_unix_nano < conv.turns[-1].start_time_unix_nano:
+            # A late trace of an earlier turn: keep the conversation in the order it happened.
+            bisect.insort(conv.turns, turn, key=lambda t: t.start_time_unix_nano)
+        else:
+            conv.turns.append(turn)
         self._buffered += 1
         if len(conv.turns) > self._cfg.max_turns_per_conversation:
             del conv.turns[0]
