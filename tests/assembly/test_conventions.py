@@ -1,0 +1,142 @@
+"""Convention shapes the captures do not cover (older library versions, custom apps, traps)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from monitor.assembly.conventions import NoTurn, build_turn
+from monitor.config import AssemblyConfig, AttributeMapping
+from monitor.model import LogRecord, SpanRecord
+
+T = "ab" * 16
+
+
+def span(span_id: str, parent: str = "", start: int = 0, end: int = 0, name: str = "s", **attrs) -> SpanRecord:
+    return SpanRecord(T, span_id, parent, name, 1, start, end or start + 100, attributes=attrs,
+                      resource={"service.name": "svc"})
+
+
+def test_openllmetry_legacy_indexed_prompts_and_session():
+    spans = [
+        span("0000000000000001", start=0, end=1000, name="rag.workflow",
+             **{"traceloop.span.kind": "workflow", "traceloop.association.properties.session_id": "sess-1"}),
+        span("0000000000000002", "0000000000000001", start=10, end=20, name="retrieve",
+             **{"traceloop.span.kind": "task", "traceloop.entity.output": json.dumps(
+                 [{"id": "d1", "text": "Refunds take 5 days.", "score": 0.9}])}),
+        span("0000000000000003", "0000000000000001", start=30, end=40, name="openai.chat",
+             **{"llm.request.type": "chat", "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "Be brief.",
+                "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "Hi",
+                "gen_ai.prompt.2.role": "assistant", "gen_ai.prompt.2.content": "Hello!",
+                "gen_ai.prompt.3.role": "user", "gen_ai.prompt.3.content": "How long do refunds take?",
+                "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "About 5 days.",
+                "gen_ai.usage.prompt_tokens": 40, "gen_ai.usage.completion_tokens": 4}),
+    ]
+    turn = build_turn(spans, [], AttributeMapping())
+    assert turn.question == "How long do refunds take?"
+    assert turn.answer == "About 5 days."
+    assert [(m.role, m.content) for m in turn.history] == [("user", "Hi"), ("assistant", "Hello!")]
+    assert turn.system_prompt == "Be brief."
+    assert turn.conversation_id == "sess-1"
+    assert [(d.id, d.content, d.score) for d in turn.documents] == [("d1", "Refunds take 5 days.", 0.9)]
+    assert (turn.usage.input_tokens, turn.usage.output_tokens) == (40, 4)
+    assert turn.convention == "openllmetry"
+
+
+def test_genai_event_form_with_event_name_attribute_and_choice_on_parent_span():
+    root = span("0000000000000001", start=0, end=1000, name="POST /chat", **{"gen_ai.conversation.id": "c-7"})
+    chat = span("0000000000000002", "0000000000000001", start=100, end=200, name="chat",
+                **{"gen_ai.operation.name": "chat", "gen_ai.system": "openai"})
+    embed = span("0000000000000003", "0000000000000001", start=50, end=60, name="embeddings",
+                 **{"gen_ai.operation.name": "embeddings"})
+    logs = [
+        LogRecord(T, chat.span_id, 110, "", {"content": "You are helpful."}, {"event.name": "gen_ai.system.message"}),
+        LogRecord(T, chat.span_id, 111, "", {"content": "What is OTLP?"}, {"event.name": "gen_ai.user.message"}),
+        # The embedding call's "choice" (a vector) must not become the answer.
+        LogRecord(T, embed.span_id, 55, "gen_ai.choice", {"message": {"content": [0.1, 0.2]}}),
+        # The chat's choice points at the parent span (seen with streaming).
+        LogRecord(T, root.span_id, 190, "gen_ai.choice",
+                  {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "A protocol."}}),
+    ]
+    turn = build_turn([root, chat, embed], logs, AttributeMapping())
+    assert (turn.question, turn.answer, turn.system_prompt) == ("What is OTLP?", "A protocol.", "You are helpful.")
+    assert turn.provider == "openai" and turn.conversation_id == "c-7"
+    assert turn.convention == "genai-events"
+
+
+def test_openinference_reranker_documents_win_over_the_retriever():
+    spans = [
+        span("0000000000000001", start=0, end=1000, **{"openinference.span.kind": "CHAIN", "session.id": "s"}),
+        span("0000000000000002", "0000000000000001", start=10, end=20, **{
+            "openinference.span.kind": "RETRIEVER",
+            "retrieval.documents.0.document.id": "a", "retrieval.documents.0.document.content": "A",
+            "retrieval.documents.1.document.id": "b", "retrieval.documents.1.document.content": "B"}),
+        span("0000000000000003", "0000000000000001", start=30, end=40, **{
+            "openinference.span.kind": "RERANKER",
+            "reranker.output_documents.0.document.id": "b", "reranker.output_documents.0.document.content": "B",
+            "reranker.output_documents.0.document.score": 0.8}),
+        span("0000000000000004", "0000000000000001", start=50, end=60, **{
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.contents.0.message_content.type": "text",
+            "llm.input_messages.0.message.contents.0.message_content.text": "Which?",
+            "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "B."}),
+    ]
+    turn = build_turn(spans, [], AttributeMapping())
+    assert [(d.id, d.content, d.score) for d in turn.documents] == [("b", "B", 0.8)]
+    assert (turn.question, turn.answer, turn.conversation_id) == ("Which?", "B.", "s")
+
+
+def test_custom_mapping_for_an_app_with_its_own_attributes():
+    mapping = AttributeMapping(question=["app.question"], answer=["app.answer"], conversation_id=["app.thread"],
+                               ground_truth=["app.expected"], documents=["app.docs"],
+                               labels={"route": "http.route", "tenant": "app.tenant"})
+    spans = [
+        span("0000000000000001", start=0, end=1000, **{"http.route": "/v1/ask", "app.thread": "t-1",
+                                                         "app.tenant": "acme", "app.expected": "42"}),
+        span("0000000000000002", "0000000000000001", start=5, end=9,
+             **{"app.docs": json.dumps([{"id": "x", "content": "The answer is 42."}])}),
+        span("0000000000000003", "0000000000000001", start=10, end=20,
+             **{"gen_ai.operation.name": "chat", "app.question": "Meaning?", "app.answer": "42"}),
+    ]
+    turn = build_turn(spans, [], mapping)
+    assert (turn.question, turn.answer, turn.conversation_id, turn.ground_truth) == ("Meaning?", "42", "t-1", "42")
+    assert dict(turn.labels) == {"route": "/v1/ask", "tenant": "acme"}
+    assert turn.documents[0].content == "The answer is 42."
+
+
+def test_trace_without_a_chat_call_yields_no_turn():
+    spans = [span("0000000000000001", start=0, end=10, **{"http.route": "/health"}),
+             span("0000000000000002", "0000000000000001", start=1, end=2,
+                  **{"gen_ai.operation.name": "embeddings", "gen_ai.input.messages": "[]"})]
+    with pytest.raises(NoTurn) as err:
+        build_turn(spans, [], AttributeMapping())
+    assert err.value.reason == "no_chat_call"
+
+
+def test_trace_without_a_conversation_id_falls_back_to_the_trace_id():
+    spans = [span("0000000000000001", start=0, end=10, **{
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "q"}]}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "a"}]}]),
+    })]
+    assert build_turn(spans, [], AttributeMapping()).conversation_id == T
+
+
+async def test_assembler_counts_traces_without_turn():
+    from monitor.assembly.assembler import Assembler
+    from tests.support.recording import RecordingTelemetry
+
+    class Sink:
+        turns: list = []
+
+        def consume_turn(self, turn):
+            self.turns.append(turn)
+
+    telemetry = RecordingTelemetry()
+    assembler = Assembler(AssemblyConfig(), Sink(), telemetry)
+    assembler.consume_spans([span("0000000000000001", start=0, end=10)])
+    assembler.flush()
+    assert telemetry.counts[("traces_without_turn", "no_chat_call")] == 1

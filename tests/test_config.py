@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from monitor.config import load_config
+from monitor.errors import ConfigError
+
+
+def test_defaults_need_no_file_and_bind_loopback():
+    c = load_config(environ={})
+    assert (c.receivers.http.host, c.receivers.http.port) == ("127.0.0.1", 4318)
+    assert (c.receivers.grpc.host, c.receivers.grpc.port) == ("127.0.0.1", 4317)
+    assert c.admin.port == 9464
+    assert c.receivers.http.max_request_bytes == 64 * 1024 * 1024
+
+
+def test_env_overrides_file_values(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("receivers:\n  http:\n    port: 5000\nassembly:\n  mapping:\n    labels: {route: http.route}\n")
+    c = load_config(f, environ={"RAG_MONITOR_RECEIVERS__HTTP__PORT": "6000",
+                                "RAG_MONITOR_ASSEMBLY__MAPPING__QUESTION": "[app.q, app.question]"})
+    assert c.receivers.http.port == 6000
+    assert c.assembly.mapping.question == ["app.q", "app.question"]
+    assert c.assembly.mapping.labels == {"route": "http.route"}
+
+
+@pytest.mark.parametrize("yaml_text,key", [
+    ("receivers:\n  htp: {}\n", "receivers.htp"),
+    ("assembly:\n  decision_wait_seconds: -1\n", "assembly.decision_wait_seconds"),
+    ("receivers:\n  http:\n    port: 70000\n", "receivers.http.port"),
+    ("admin:\n  port: 4318\n", "admin.port"),
+])
+def test_invalid_keys_are_named(tmp_path, yaml_text, key):
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml_text)
+    with pytest.raises(ConfigError) as err:
+        load_config(f, environ={})
+    assert key in str(err.value)
+
+
+def test_env_errors_name_the_variable():
+    with pytest.raises(ConfigError) as err:
+        load_config(environ={"RAG_MONITOR_ASSEMBLY__MAX_PENDING_TRACES": "lots"})
+    assert "assembly.max_pending_traces" in str(err.value)
+    assert "RAG_MONITOR_ASSEMBLY__MAX_PENDING_TRACES" in str(err.value)
+
+
+def test_secrets_are_redacted(tmp_path):
+    c = load_config(environ={"RAG_MONITOR_RECEIVERS__HTTP__BEARER_TOKEN": "hunter2"})
+    assert c.receivers.http.bearer_token.get_secret_value() == "hunter2"
+    assert "hunter2" not in repr(c) and "hunter2" not in c.model_dump_json()
+
+
+def test_validate_command_exit_codes(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("recievers: {}\n")
+    r = subprocess.run([sys.executable, "-m", "monitor.cli", "validate", "-c", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2 and "recievers" in r.stderr and "unknown key" in r.stderr
+    good = tmp_path / "good.yaml"
+    good.write_text("forward:\n  endpoint: http://collector:4318\n")
+    r = subprocess.run([sys.executable, "-m", "monitor.cli", "validate", "-c", str(good)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "monitor.cli", "validate", "-c", str(tmp_path / "missing.yaml")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "cannot read" in r.stderr
