@@ -1,0 +1,136 @@
+"""What the judge client counts, as a protocol the exporter layer adapts.
+
+The client reports through :class:`JudgeTelemetry`; the Prometheus/OTLP exporters implement it
+later (this module imports neither). Counting rules:
+
+* ``call_finished`` — once per :meth:`Judge.complete_json` call with its final outcome (one of
+  ``JUDGE_OUTCOMES``) and its wall time including retries and waits. This feeds
+  ``rag_monitor_judge_requests_total{outcome}`` and ``…_request_duration_seconds``.
+* ``reply_rejected`` — a call that ended ``ok`` whose object the metric parser then rejected. An
+  exporter that wants exactly one outcome per call reports ``ok − rejected`` for ``ok`` and adds
+  the rejected ones to their outcome (both are monotonic, so this is safe at scrape time).
+* ``attempt_failed`` — one HTTP attempt failed and will be retried (or gave up); kept apart so
+  retries are visible without inflating the per-call counter.
+* ``tokens`` — prompt/completion tokens per metric, from the server's usage (estimated when the
+  server sends none).
+* ``circuit_state`` — on every breaker transition (``closed`` | ``open`` | ``half_open``).
+* ``budget_waited`` / ``budget_shed`` — per limiter (``requests`` | ``tokens`` | ``concurrency``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["JudgeTelemetry", "NullJudgeTelemetry", "RecordingJudgeTelemetry"]
+
+
+class JudgeTelemetry(Protocol):
+    """Sink for the judge client's self-telemetry. Calls are synchronous and must not block."""
+
+    def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
+        """One ``complete_json`` call ended with ``outcome``."""
+        ...
+
+    def reply_rejected(self, metric: str, outcome: str) -> None:
+        """The metric parser rejected an ``ok`` reply as ``parse_error``/``out_of_range``."""
+        ...
+
+    def attempt_failed(self, metric: str, outcome: str) -> None:
+        """One HTTP attempt failed with ``outcome``."""
+        ...
+
+    def tokens(self, metric: str, kind: str, count: int) -> None:
+        """``count`` tokens of ``kind`` (``prompt`` | ``completion``) were spent for ``metric``."""
+        ...
+
+    def circuit_state(self, state: str) -> None:
+        """The circuit breaker moved to ``state``."""
+        ...
+
+    def budget_waited(self, limiter: str, seconds: float) -> None:
+        """A call waited ``seconds`` for ``limiter`` before it could go."""
+        ...
+
+    def budget_shed(self, limiter: str) -> None:
+        """A call was refused because ``limiter`` had no room within the allowed wait."""
+        ...
+
+
+class NullJudgeTelemetry:
+    """Discards everything (the default when nothing is wired)."""
+
+    def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
+        """Discard."""
+
+    def reply_rejected(self, metric: str, outcome: str) -> None:
+        """Discard."""
+
+    def attempt_failed(self, metric: str, outcome: str) -> None:
+        """Discard."""
+
+    def tokens(self, metric: str, kind: str, count: int) -> None:
+        """Discard."""
+
+    def circuit_state(self, state: str) -> None:
+        """Discard."""
+
+    def budget_waited(self, limiter: str, seconds: float) -> None:
+        """Discard."""
+
+    def budget_shed(self, limiter: str) -> None:
+        """Discard."""
+
+
+@dataclass
+class RecordingJudgeTelemetry:
+    """Keeps every report in memory, for tests and the offline ``eval`` summary."""
+
+    outcomes: Counter[str] = field(default_factory=Counter)
+    outcomes_by_metric: Counter[tuple[str, str]] = field(default_factory=Counter)
+    rejected: Counter[tuple[str, str]] = field(default_factory=Counter)
+    attempt_failures: Counter[str] = field(default_factory=Counter)
+    token_counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    durations: list[float] = field(default_factory=list)
+    circuit_states: list[str] = field(default_factory=list)
+    waits: list[tuple[str, float]] = field(default_factory=list)
+    sheds: Counter[str] = field(default_factory=Counter)
+
+    def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
+        """Record the outcome and duration."""
+        self.outcomes[outcome] += 1
+        self.outcomes_by_metric[(metric, outcome)] += 1
+        self.durations.append(duration_seconds)
+
+    def reply_rejected(self, metric: str, outcome: str) -> None:
+        """Record the rejection."""
+        self.rejected[(metric, outcome)] += 1
+
+    def attempt_failed(self, metric: str, outcome: str) -> None:
+        """Record the failed attempt."""
+        self.attempt_failures[outcome] += 1
+
+    def tokens(self, metric: str, kind: str, count: int) -> None:
+        """Add the tokens."""
+        self.token_counts[(metric, kind)] += count
+
+    def circuit_state(self, state: str) -> None:
+        """Record the transition."""
+        self.circuit_states.append(state)
+
+    def budget_waited(self, limiter: str, seconds: float) -> None:
+        """Record the wait."""
+        self.waits.append((limiter, seconds))
+
+    def budget_shed(self, limiter: str) -> None:
+        """Record the shed."""
+        self.sheds[limiter] += 1
+
+    def effective_outcomes(self) -> Counter[str]:
+        """One outcome per call: ``ok`` replies the parser rejected count under their outcome."""
+        result = Counter(self.outcomes)
+        for (_, outcome), n in self.rejected.items():
+            result["ok"] -= n
+            result[outcome] += n
+        return +result

@@ -1,0 +1,57 @@
+"""Test doubles for the judge: a manual clock and a standard request."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from monitor.judge.types import JudgeRequest
+
+__all__ = ["FakeClock", "SCHEMA", "GOOD", "make_request"]
+
+
+class FakeClock:
+    """Time that moves only when someone sleeps (to the sleeper's wake-up time) or on
+    :meth:`advance`. Concurrent sleepers never move time backwards."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self._now = start
+        self.sleeps: list[float] = []
+
+    def now(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        self._now += seconds
+
+    async def sleep(self, seconds: float, wake: asyncio.Event) -> bool:
+        self.sleeps.append(seconds)
+        if wake.is_set():
+            return False
+        self._now = max(self._now, self._now + max(0.0, seconds))
+        await asyncio.sleep(0)
+        return not wake.is_set()
+
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "integer", "minimum": 1, "maximum": 5},
+        "reason": {"type": "string"},
+    },
+    "required": ["score", "reason"],
+    "additionalProperties": False,
+}
+
+GOOD = {"score": 4, "reason": "every claim is supported by the context"}
+
+
+def make_request(metric: str = "groundedness", *, max_output_tokens: int = 100) -> JudgeRequest:
+    return JudgeRequest(
+        metric=metric,
+        system="You grade groundedness from 1 to 5. Reply in JSON.",
+        user="<context>Paris is the capital of France.</context>\n<answer>Paris.</answer>",
+        schema_name=metric,
+        json_schema=SCHEMA,
+        max_output_tokens=max_output_tokens,
+    )

@@ -1,0 +1,208 @@
+"""Each way a judge call can go lands as the right counted outcome (real openai client, real HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from monitor.judge.types import JudgeError
+from tests.judge.conftest import ClientFactory
+from tests.judge.fakes import GOOD, SCHEMA, make_request
+from tests.support.judge_server import (
+    JudgeServer,
+    close_connection,
+    hang,
+    rate_limited,
+    reply,
+    reply_json,
+    server_error,
+    unused_base_url,
+)
+
+
+async def expect_failure(client, outcome: str) -> JudgeError:
+    with pytest.raises(JudgeError) as info:
+        await client.complete_json(make_request())
+    assert info.value.outcome == outcome, str(info.value)
+    return info.value
+
+
+async def test_valid_reply_is_parsed_with_usage(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.script(reply_json(GOOD, prompt_tokens=42, completion_tokens=7))
+    async with make_client() as (client, telemetry):
+        result = await client.complete_json(make_request())
+    assert result.data == GOOD
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.calls) == (42, 7, 1)
+    assert telemetry.outcomes == {"ok": 1}
+    assert telemetry.token_counts[("groundedness", "prompt")] == 42
+    assert telemetry.token_counts[("groundedness", "completion")] == 7
+
+
+async def test_request_carries_schema_temperature_and_limits(server: JudgeServer,
+                                                             make_client: ClientFactory) -> None:
+    async with make_client() as (client, _):
+        await client.complete_json(make_request(max_output_tokens=123))
+    body = server.requests[0].body
+    assert body["model"] == "judge-model"
+    assert body["temperature"] == 0
+    assert body["max_tokens"] == 123
+    assert body["response_format"] == {
+        "type": "json_schema", "json_schema": {"name": "groundedness", "schema": SCHEMA, "strict": True}}
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert server.requests[0].headers["Authorization"] == "Bearer sk-test-not-a-real-key"
+
+
+async def test_fenced_json_is_accepted(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.script(reply("```json\n" + json.dumps(GOOD) + "\n```"))
+    async with make_client() as (client, _):
+        assert (await client.complete_json(make_request())).data == GOOD
+
+
+@pytest.mark.parametrize("content", [
+    "The score is 4.",
+    '{"score": 4, "reason": "ok"} and also {"score": 5}',
+    '{"score": 4, "reason": "ok"}\nHope this helps!',
+    '[{"score": 4, "reason": "ok"}]',
+    '{"score": 4, "reason": "ok", "score": 2}',
+    '{"score": NaN, "reason": "ok"}',
+    "",
+    "   ",
+    None,
+])
+async def test_malformed_or_empty_reply_is_parse_error(server: JudgeServer, make_client: ClientFactory,
+                                                       content: str | None) -> None:
+    server.script(reply(content))
+    async with make_client() as (client, telemetry):
+        error = await expect_failure(client, "parse_error")
+    assert len(server.requests) == 1, "a parse error is not retried"
+    assert telemetry.outcomes == {"parse_error": 1}
+    assert error.usage.calls == 1 and error.usage.completion_tokens == 5
+
+
+@pytest.mark.parametrize("obj, outcome", [
+    ({"score": 9, "reason": "x"}, "out_of_range"),
+    ({"score": 0, "reason": "x"}, "out_of_range"),
+    ({"score": "4", "reason": "x"}, "parse_error"),
+    ({"score": 4}, "parse_error"),
+    ({"score": 4, "reason": "x", "extra": 1}, "parse_error"),
+])
+async def test_schema_violations(server: JudgeServer, make_client: ClientFactory, obj: object,
+                                 outcome: str) -> None:
+    server.script(reply_json(obj))
+    async with make_client() as (client, telemetry):
+        await expect_failure(client, outcome)
+    assert telemetry.outcomes == {outcome: 1}
+
+
+async def test_refusal_is_parse_error(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.script(reply(None, refusal="I can't help with that."))
+    async with make_client() as (client, _):
+        await expect_failure(client, "parse_error")
+
+
+async def test_429_then_ok_honours_retry_after(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.script(rate_limited(retry_after=0.3), reply_json(GOOD))
+    async with make_client() as (client, telemetry):
+        result = await client.complete_json(make_request())
+    first, second = server.arrivals()
+    assert second - first >= 0.3
+    assert result.usage.calls == 2
+    assert telemetry.outcomes == {"ok": 1}
+    assert telemetry.attempt_failures == {"rate_limited": 1}
+
+
+async def test_429_honours_retry_after_ms(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.script(rate_limited(retry_after=0.25, in_ms=True), reply_json(GOOD))
+    async with make_client() as (client, _):
+        await client.complete_json(make_request())
+    first, second = server.arrivals()
+    assert second - first >= 0.25
+
+
+async def test_persistent_429_is_rate_limited(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.default = rate_limited(retry_after=0.01)
+    async with make_client(max_retries=2) as (client, telemetry):
+        error = await expect_failure(client, "rate_limited")
+    assert len(server.requests) == 3
+    assert error.usage.calls == 3
+    assert telemetry.outcomes == {"rate_limited": 1}
+
+
+async def test_retry_after_beyond_deadline_fails_fast(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.script(rate_limited(retry_after=30))
+    loop = asyncio.get_running_loop()
+    async with make_client(deadline_seconds=2.0) as (client, _):
+        started = loop.time()
+        await expect_failure(client, "rate_limited")
+        assert loop.time() - started < 1.0
+    assert len(server.requests) == 1
+
+
+async def test_5xx_is_retried_then_succeeds(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.script(server_error(500), server_error(503), reply_json(GOOD))
+    async with make_client(max_retries=2) as (client, telemetry):
+        assert (await client.complete_json(make_request())).data == GOOD
+    assert len(server.requests) == 3
+    assert telemetry.attempt_failures == {"server_error": 2}
+
+
+async def test_persistent_5xx_is_server_error(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.default = server_error(500)
+    async with make_client(max_retries=1) as (client, telemetry):
+        await expect_failure(client, "server_error")
+    assert len(server.requests) == 2
+    assert telemetry.outcomes == {"server_error": 1}
+
+
+async def test_permanent_4xx_is_not_retried(server: JudgeServer, make_client: ClientFactory) -> None:
+    from tests.support.judge_server import status
+    server.default = status(401, {"error": {"message": "Incorrect API key provided"}})
+    async with make_client(max_retries=2) as (client, _):
+        await expect_failure(client, "server_error")
+    assert len(server.requests) == 1
+
+
+async def test_hang_past_timeout_is_timeout(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.default = hang(30)
+    loop = asyncio.get_running_loop()
+    async with make_client(timeout_seconds=0.3, max_retries=0) as (client, telemetry):
+        started = loop.time()
+        await expect_failure(client, "timeout")
+        assert 0.25 <= loop.time() - started < 1.0
+    assert telemetry.outcomes == {"timeout": 1}
+
+
+async def test_hangs_never_outlive_the_deadline(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.default = hang(30)
+    loop = asyncio.get_running_loop()
+    async with make_client(timeout_seconds=0.3, deadline_seconds=0.5, max_retries=5) as (client, _):
+        started = loop.time()
+        await expect_failure(client, "timeout")
+        assert loop.time() - started < 0.5 + 0.1
+    assert len(server.requests) == 2  # 0.3 s, then the rest of the deadline
+
+
+async def test_connection_refused_is_connection_error(make_client: ClientFactory) -> None:
+    async with make_client(base_url=unused_base_url(), max_retries=1) as (client, telemetry):
+        error = await expect_failure(client, "connection_error")
+    assert error.usage.calls == 2
+    assert telemetry.attempt_failures == {"connection_error": 2}
+
+
+async def test_dropped_connection_is_connection_error(server: JudgeServer, make_client: ClientFactory) -> None:
+    server.default = close_connection()
+    async with make_client(max_retries=0) as (client, _):
+        await expect_failure(client, "connection_error")
+
+
+async def test_report_invalid_counts_rejections(server: JudgeServer, make_client: ClientFactory) -> None:
+    async with make_client() as (client, telemetry):
+        await client.complete_json(make_request())
+        await client.complete_json(make_request())
+        client.report_invalid("groundedness", "out_of_range")
+        with pytest.raises(ValueError):
+            client.report_invalid("groundedness", "ok")
+    assert telemetry.outcomes == {"ok": 2}
+    assert telemetry.effective_outcomes() == {"ok": 1, "out_of_range": 1}

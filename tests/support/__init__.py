@@ -1,0 +1,1 @@
+"""Reusable test doubles shared across the test tree."""
