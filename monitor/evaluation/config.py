@@ -1,0 +1,140 @@
+"""The ``evaluation`` config section: which metrics run and how their defects are decided.
+
+Example (YAML)::
+
+    evaluation:
+      metrics:
+        - f1_score
+        - groundedness
+        - {id: relevance, threshold: 4}
+        - {id: violence, severity_level: high}
+      thresholds: {coherence: 2}
+      safety_defect_level: medium
+      combine_metrics: true
+
+Unknown keys, unknown metric ids and options a metric does not take are errors naming them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from monitor.evaluation.inputs import DEFAULT_MAX_CONTEXT_CHARS
+from monitor.evaluation.registry import MetricConfigError, MetricOptions, MetricRegistry, default_registry
+from monitor.evaluation.severity import SEVERITY_LEVEL_NAMES, parse_severity_level
+
+__all__ = ["MetricEntry", "EvaluationConfig", "LOCAL_TIER_METRICS", "DEFAULT_JUDGE_METRICS"]
+
+LOCAL_TIER_METRICS = (
+    "f1_score",
+    "local_lexical_groundedness",
+    "local_offensive_language",
+    "local_jailbreak_attempt",
+)
+# With combine_metrics and combine_safety on (the defaults) these eight cost ONE judge call per
+# sampled turn: the four RAG quality rubrics and the four content-risk severities.
+DEFAULT_JUDGE_METRICS = (
+    "groundedness",
+    "relevance",
+    "coherence",
+    "fluency",
+    "hate_unfairness",
+    "sexual",
+    "violence",
+    "self_harm",
+)
+
+SeverityLevel = int | Literal["very_low", "low", "medium", "high"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MetricEntry(_Section):
+    """A metric with per-metric options; a bare id string in ``metrics`` means no options."""
+
+    id: str
+    threshold: float | None = Field(None, description="defect when the value is below (or, for higher-is-worse metrics, at or above) this")
+    severity_level: SeverityLevel | None = Field(None, description="safety metrics: defect at severity >= this level (0-7 or a level name)")
+
+    @field_validator("severity_level", mode="before")
+    @classmethod
+    def _level(cls, value: object) -> int | None:
+        return None if value is None else parse_severity_level(value)
+
+
+class EvaluationConfig(_Section):
+    metrics: tuple[str | MetricEntry, ...] = Field(
+        LOCAL_TIER_METRICS + DEFAULT_JUDGE_METRICS, description="metric ids to compute on sampled turns"
+    )
+    thresholds: dict[str, float] = Field(default_factory=dict, description="metric id -> defect threshold")
+    safety_defect_level: SeverityLevel = Field(
+        "medium", validate_default=True, description=f"defect at severity >= this level: 0-7 or one of {', '.join(SEVERITY_LEVEL_NAMES)}"
+    )
+    combine_metrics: bool = Field(True, description="judge groundedness/relevance/coherence/fluency in one call")
+    combine_safety: bool = Field(True, description="with combine_metrics, add the four safety severities to that call")
+    max_context_chars: int = Field(DEFAULT_MAX_CONTEXT_CHARS, ge=500, description="context sent to the judge is cut to this")
+
+    @field_validator("safety_defect_level", mode="before")
+    @classmethod
+    def _default_level(cls, value: object) -> int:
+        return parse_severity_level(value)
+
+    @model_validator(mode="after")
+    def _known_metrics(self) -> "EvaluationConfig":
+        self.resolve_options(default_registry())
+        return self
+
+    def entries(self) -> tuple[MetricEntry, ...]:
+        """``metrics`` with bare ids turned into entries."""
+        return tuple(MetricEntry(id=m) if isinstance(m, str) else m for m in self.metrics)
+
+    def resolve_options(self, registry: MetricRegistry) -> dict[str, MetricOptions]:
+        """Metric id -> resolved options, in config order. Raises MetricConfigError naming the key."""
+        resolved: dict[str, MetricOptions] = {}
+        for index, entry in enumerate(self.entries()):
+            key = f"metrics[{index}]"
+            if entry.id in resolved:
+                raise MetricConfigError(f"{key}: metric {entry.id!r} is listed twice")
+            try:
+                resolved[entry.id] = self._options_for(entry, registry, key)
+            except MetricConfigError as exc:
+                raise MetricConfigError(f"{key}: {exc}") from None
+        for metric_id in self.thresholds:
+            if metric_id not in resolved:
+                raise MetricConfigError(f"thresholds.{metric_id}: metric is not in metrics")
+        _check_derived(resolved, registry)
+        return resolved
+
+    def _options_for(self, entry: MetricEntry, registry: MetricRegistry, key: str) -> MetricOptions:
+        spec = registry.get(entry.id)
+        if entry.threshold is not None and entry.id in self.thresholds:
+            raise MetricConfigError(f"{entry.id}: threshold set both here and in thresholds")
+        threshold = entry.threshold if entry.threshold is not None else self.thresholds.get(entry.id)
+        if threshold is not None:
+            if spec.default_threshold is None:
+                raise MetricConfigError(f"{entry.id} takes no threshold")
+            low, high = spec.scale
+            if not low <= threshold <= high:
+                raise MetricConfigError(f"{entry.id}: threshold {threshold} is outside [{low}, {high}]")
+        if entry.severity_level is not None and not spec.uses_severity_level:
+            raise MetricConfigError(f"{entry.id} takes no severity_level")
+        return MetricOptions(
+            threshold=threshold if threshold is not None else spec.default_threshold,
+            severity_level=(
+                (entry.severity_level if entry.severity_level is not None else int(self.safety_defect_level))
+                if spec.uses_severity_level
+                else None
+            ),
+        )
+
+
+def _check_derived(resolved: dict[str, MetricOptions], registry: MetricRegistry) -> None:
+    for metric_id in resolved:
+        spec = registry.get(metric_id)
+        if spec.derived_from and not spec.derived_from & resolved.keys():
+            needs = ", ".join(sorted(spec.derived_from))
+            raise MetricConfigError(f"{metric_id} needs at least one of: {needs}")

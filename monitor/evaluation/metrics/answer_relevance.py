@@ -1,0 +1,79 @@
+"""``answer_relevance`` (Opik seed): how relevant the answer is to the input, 0.0–1.0 with a reason.
+
+Works with and without context: the context, when present, only helps the judge understand
+what the input asks. Default defect rule: score < 0.5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from monitor.evaluation.inputs import Input
+from monitor.evaluation.parsing import Parsed, ParseFailure, check_keys, get_number, get_text
+from monitor.evaluation.prompting import REASON_FIELD, number_field, object_schema, system_prompt
+from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
+from monitor.evaluation.scoring import graded
+from monitor.evaluation.single_call import SingleCallEvaluator, SingleCallMetric
+from monitor.model import JudgeUsage, Score
+
+__all__ = ["METRIC_ID", "SYSTEM", "AnswerRelevanceReply", "parse_reply", "register"]
+
+METRIC_ID = "answer_relevance"
+SCALE = (0.0, 1.0)
+DEFAULT_THRESHOLD = 0.5
+
+SYSTEM = system_prompt(
+    "You rate how relevant an AI assistant's answer is to the user's input, from 0.0 "
+    "(irrelevant) to 1.0 (fully relevant). Work out what the input asks; a context, if given, "
+    "helps you understand it. Lower the score for parts left unanswered and for off-topic or "
+    "filler content; give 1.0 only when the answer is fully on point with nothing extraneous. "
+    "Relevance, not factual accuracy.",
+    "Keys: reason (at most 30 words), score (number 0.0-1.0).",
+)
+SCHEMA = object_schema({"reason": REASON_FIELD, "score": number_field(0.0, 1.0)})
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRelevanceReply:
+    score: float
+    reason: str
+
+
+def parse_reply(data: Mapping[str, Any]) -> Parsed[AnswerRelevanceReply]:
+    """``{"reason": str, "score": number in [0, 1]}`` and nothing else."""
+    bad = check_keys(data, ("reason", "score"))
+    if bad:
+        return bad
+    reason = get_text(data, "reason")
+    if isinstance(reason, ParseFailure):
+        return reason
+    score = get_number(data, "score", 0.0, 1.0)
+    if isinstance(score, ParseFailure):
+        return score
+    return AnswerRelevanceReply(score, reason)
+
+
+def _metric(threshold: float) -> SingleCallMetric[AnswerRelevanceReply]:
+    def to_score(reply: AnswerRelevanceReply, usage: JudgeUsage, details: dict[str, Any]) -> Score:
+        details.setdefault("context_source", None)
+        return graded(METRIC_ID, reply.score, SCALE, reply.score < threshold, reason=reply.reason, usage=usage, details=details)
+
+    return SingleCallMetric(
+        METRIC_ID, SCALE, SYSTEM, SCHEMA, parse_reply, to_score,
+        required=(Input.QUESTION, Input.ANSWER), optional=(Input.CONTEXT,),
+    )
+
+
+def register(registry: MetricRegistry) -> None:
+    """Add ``answer_relevance`` to ``registry``."""
+
+    def build(ctx: BuildContext) -> SingleCallEvaluator[AnswerRelevanceReply]:
+        return SingleCallEvaluator(_metric(ctx.threshold(METRIC_ID)), ctx.require_judge(), ctx.max_context_chars)
+
+    registry.register(
+        MetricSpec(
+            METRIC_ID, "relevance of the answer to the input (Opik), 0-1", "judge", SCALE,
+            build=build, default_threshold=DEFAULT_THRESHOLD,
+        )
+    )

@@ -1,0 +1,81 @@
+"""Prompt size per metric stays within the budget recorded in monitor/evaluation/README.md.
+
+Tokens are estimated as characters / 4 over system + user + reply schema, on the seed's tent
+example row. Budgets: Azure metrics at most half of azure-ai-evaluation's per-row prompt
+(≈2,100 tokens; retrieval ≈4,300), Opik's answer_relevance at most half of its ≈1,500, Tonic's
+metrics at least 20% below their ≈500.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from monitor.evaluation.combined import COMBINED_CALL_ID
+from monitor.evaluation.config import EvaluationConfig
+from monitor.evaluation.registry import build_evaluators
+from monitor.judge.types import JudgeError, JudgeReply, JudgeRequest
+from tests.evaluation.fakes import rag_turn
+
+AZURE = ["groundedness", "relevance", "coherence", "fluency", "similarity",
+         "hate_unfairness", "sexual", "violence", "self_harm", "jailbreak"]
+BUDGET = {
+    **{m: 1050 for m in AZURE},
+    "retrieval_score": 2150,
+    "answer_relevance": 750,
+    # Tonic's own prompts are already small (≈500); ours stay at least 20% below.
+    **{m: 400 for m in ["answer_similarity", "answer_consistency", "answer_consistency_binary"]},
+    "tonic_chunks": 400,
+    # Eight metrics in one call: compare with 8 × 1,050.
+    COMBINED_CALL_ID: 1200,
+}
+
+
+class RecordingJudge:
+    def __init__(self) -> None:
+        self.requests: list[JudgeRequest] = []
+
+    async def complete_json(self, request: JudgeRequest) -> JudgeReply:
+        self.requests.append(request)
+        raise JudgeError("timeout", "recording only")
+
+    def report_invalid(self, metric: str, outcome: str) -> None:
+        pass
+
+
+def estimate_tokens(request: JudgeRequest) -> int:
+    """chars / 4 of everything the judge is billed for on input."""
+    return (len(request.system) + len(request.user) + len(json.dumps(request.json_schema))) // 4
+
+
+async def _requests(metrics: list[str], combine: bool) -> list[JudgeRequest]:
+    judge = RecordingJudge()
+    config = EvaluationConfig(metrics=metrics, combine_metrics=combine, combine_safety=True)
+    for evaluator in build_evaluators(config, judge):
+        await evaluator.evaluate(rag_turn())
+    return judge.requests
+
+
+async def test_prompt_sizes_within_budget() -> None:
+    metrics = [*AZURE, "retrieval_score", "answer_relevance", "answer_similarity", "retrieval_precision",
+               "augmentation_accuracy", "augmentation_precision", "answer_consistency", "answer_consistency_binary"]
+    requests = await _requests(metrics, combine=False)
+    requests += [r for r in await _requests(AZURE[:4] + AZURE[5:9], combine=True) if r.metric == COMBINED_CALL_ID]
+    sizes = {r.metric: estimate_tokens(r) for r in requests}
+    assert set(sizes) == set(BUDGET)
+    over = {m: (s, BUDGET[m]) for m, s in sizes.items() if s > BUDGET[m]}
+    assert not over, over
+
+
+@pytest.mark.parametrize("n_docs", [1, 20])
+async def test_context_is_capped(n_docs: int) -> None:
+    from monitor.model import Document
+
+    docs = tuple(Document(id=str(i), content="word " * 5000) for i in range(n_docs))
+    judge = RecordingJudge()
+    config = EvaluationConfig(metrics=["groundedness", "retrieval_score"], combine_metrics=False, max_context_chars=4000)
+    for evaluator in build_evaluators(config, judge):
+        await evaluator.evaluate(rag_turn(documents=docs))
+    for request in judge.requests:
+        assert len(request.user) < 4000 + n_docs * 400 + 1000
