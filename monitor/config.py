@@ -15,6 +15,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from monitor.errors import ConfigError
+from monitor.evaluation.config import EvaluationConfig
+from monitor.judge.config import JudgeConfig
+from samplers.config import SamplingConfig
 
 __all__ = [
     "HttpReceiverConfig",
@@ -113,10 +116,16 @@ class AdminConfig(_Section):
 
 
 class MonitorConfig(_Section):
+    # Never echo the input in errors: it may hold judge.api_key or a bearer token.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
     receivers: ReceiversConfig = ReceiversConfig()
     forward: ForwardConfig = ForwardConfig()
     assembly: AssemblyConfig = AssemblyConfig()
     admin: AdminConfig = AdminConfig()
+    judge: JudgeConfig = Field(default_factory=JudgeConfig, description="off unless model and base_url are set")
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     service_name: str = Field("rag-monitor", description="this process's own service.name")
     shutdown_deadline_seconds: float = Field(10.0, gt=0)
     log_level: str = Field("INFO", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
