@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Instrument", "SELF_TELEMETRY", "SCRAPE_TIME", "by_name"]
+__all__ = ["Instrument", "SELF_TELEMETRY", "SCRAPE_TIME", "EVALUATION", "JUDGE", "SAMPLING", "SCORE_BUCKETS",
+           "JUDGE_LATENCY_BUCKETS", "by_name"]
+
+# Native-scale scores: 0–1 metrics (F1, answer_relevance, precision…), 0–5 (answer_similarity)
+# and 1–5 rubric scores, 0–7 severities. Buckets are upper bounds; integers land on their bucket.
+SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5,
+                 5.0, 6.0, 7.0)
+JUDGE_LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +60,50 @@ SCRAPE_TIME: tuple[Instrument, ...] = (
 )
 
 
+EVALUATION: tuple[Instrument, ...] = (
+    Instrument("rag_monitor_evaluations_total", "Metric evaluations of sampled turns, by outcome "
+               "(pass | defect | error | skipped).", "counter", ("metric", "service", "outcome")),
+    Instrument("rag_monitor_evaluation_weight_total",
+               "Sum of inverse-probability (Horvitz-Thompson) weights of evaluations: population defect "
+               "rate = defect weight / (pass + defect weight).", "counter", ("metric", "service", "outcome")),
+    Instrument("rag_monitor_score", "Scores on each metric's native scale.", "histogram",
+               ("metric", "service"), buckets=SCORE_BUCKETS),
+)
+
+JUDGE: tuple[Instrument, ...] = (
+    Instrument("rag_monitor_judge_requests_total", "Judge calls by outcome (ok, parse_error, out_of_range, "
+               "timeout, rate_limited, server_error, connection_error, circuit_open, budget_exhausted).",
+               "counter", ("outcome",)),
+    Instrument("rag_monitor_judge_replies_rejected_total",
+               "Judge replies that parsed but failed the metric's validation.", "counter", ("outcome",)),
+    Instrument("rag_monitor_judge_attempts_failed_total", "Failed HTTP attempts to the judge (retried or not).",
+               "counter", ("outcome",)),
+    Instrument("rag_monitor_judge_tokens_total", "Judge tokens spent, by type (prompt | completion) and metric.",
+               "counter", ("type", "metric")),
+    Instrument("rag_monitor_judge_request_duration_seconds", "Duration of judge calls including retries.",
+               "histogram", (), unit="seconds", buckets=JUDGE_LATENCY_BUCKETS),
+    Instrument("rag_monitor_judge_circuit_open", "1 while the judge circuit breaker is open (0.5 half-open).",
+               "gauge"),
+    Instrument("rag_monitor_judge_budget_shed_total", "Judge calls refused because a budget had no room.",
+               "counter", ("limiter",)),
+    Instrument("rag_monitor_judge_budget_wait_seconds_total", "Time judge calls waited for a budget.",
+               "counter", ("limiter",)),
+)
+
+SAMPLING: tuple[Instrument, ...] = (
+    Instrument("rag_monitor_sampling_decisions_total",
+               "Conversation sampling decisions by policy and decision (sampled | not_sampled | shed).",
+               "counter", ("policy", "decision")),
+    Instrument("rag_monitor_sampling_probability", "Current inclusion probability of adaptive policies.",
+               "gauge", ("policy",)),
+    Instrument("rag_monitor_sampling_cache_evicted_total",
+               "Per-conversation decisions evicted from the bounded cache before the conversation closed.",
+               "counter"),
+)
+
+
 def by_name(name: str) -> Instrument:
-    for inst in SELF_TELEMETRY + SCRAPE_TIME:
+    for inst in SELF_TELEMETRY + SCRAPE_TIME + EVALUATION + JUDGE + SAMPLING:
         if inst.name == name:
             return inst
     raise KeyError(name)

@@ -1,8 +1,9 @@
 """Composition root: the only module that wires concrete stages together.
 
-Start order is downstream-first (admin → conversations → assembler → forwarder → receivers), so
-nothing is accepted before its consumer runs; shutdown is upstream-first under one deadline:
-stop listening, assemble what is pending, close conversations, drain the forwarder.
+Start order is downstream-first (admin → judge → evaluation → conversations → assembler →
+forwarder → receivers), so nothing is accepted before its consumer runs; shutdown is
+upstream-first under one deadline: stop listening, assemble what is pending, close
+conversations, finish queued evaluations, close the judge client.
 """
 
 from __future__ import annotations
@@ -14,18 +15,29 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
+import time
+from typing import Sequence
+
+from exporters.evaluation_metrics import PrometheusJudgeTelemetry, PrometheusResults, PrometheusSamplingTelemetry
 from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
 from monitor.admin import AdminServer
 from monitor.assembly.assembler import Assembler
 from monitor.assembly.conversations import ConversationSink, ConversationTracker
 from monitor.config import MonitorConfig
+from monitor.evaluation.registry import build_evaluators
+from monitor.evaluation.stage import EvaluationStage
+from monitor.interfaces import ResultConsumer
+from monitor.judge.client import JudgeClient
 from monitor.model import Conversation, Turn
 from monitor.receivers.forward import Forwarder
 from monitor.receivers.ingest import Ingest
 from monitor.receivers.otlp_grpc import OtlpGrpcReceiver
 from monitor.receivers.otlp_http import OtlpHttpReceiver
 
-__all__ = ["Sidecar", "NullConversationSink"]
+from samplers.build import build_sampler
+from samplers.stage import SamplingStage
+
+__all__ = ["Sidecar", "NullConversationSink", "FanOut"]
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +52,35 @@ class NullConversationSink:
         pass
 
 
+class FanOut:
+    """Hands every conversation event to several sinks (evaluation, plus a test's recorder)."""
+
+    def __init__(self, sinks: Sequence[ConversationSink]) -> None:
+        self._sinks = tuple(sinks)
+
+    def turn_added(self, conversation: Conversation, turn: Turn) -> None:
+        for sink in self._sinks:
+            sink.turn_added(conversation, turn)
+
+    def conversation_closed(self, conversation: Conversation) -> None:
+        for sink in self._sinks:
+            sink.conversation_closed(conversation)
+
+
 class Sidecar:
     """The running pipeline. Construct, ``await start()``, ``await shutdown()``; restartable."""
 
     def __init__(self, config: MonitorConfig, sink: ConversationSink | None = None,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None,
+                 result_consumers: Sequence[ResultConsumer] = ()) -> None:
         disable_created_metrics()  # *_created series double the series count for no dashboard use
         self.config = config
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.telemetry = PrometheusTelemetry(self.registry)
+        self.judge_telemetry = PrometheusJudgeTelemetry(self.registry)
+        self.sampling_telemetry = PrometheusSamplingTelemetry(self.registry)
+        self.results = PrometheusResults(self.registry)
+        self._extra_consumers = tuple(result_consumers)
         self._sink = sink or NullConversationSink()
         self._components: list[Any] = []
         self._executor: ThreadPoolExecutor | None = None
@@ -59,12 +91,21 @@ class Sidecar:
         self.grpc: OtlpGrpcReceiver | None = None
         self.admin: AdminServer | None = None
         self.forwarder: Forwarder | None = None
+        self.judge: JudgeClient | None = None
+        self.evaluation: EvaluationStage | None = None
         self._collector: ScrapeTimeCollector | None = None
 
     def _build(self) -> list[Any]:
         cfg = self.config
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rag-monitor-decode")
-        self.conversations = ConversationTracker(cfg.assembly, self._sink, self.telemetry)
+        self.judge = JudgeClient(cfg.judge, telemetry=self.judge_telemetry) if cfg.judge.enabled else None
+        sampler = build_sampler(cfg.sampling, time.monotonic, self.sampling_telemetry)
+        sampling = SamplingStage(sampler, max_conversations=cfg.sampling.max_conversations,
+                                 telemetry=self.sampling_telemetry)
+        self.evaluation = EvaluationStage(
+            sampling, build_evaluators(cfg.evaluation, self.judge), (self.results, *self._extra_consumers),
+            self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers)
+        self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)), self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
         self.forwarder = Forwarder(cfg.forward, self.telemetry) if cfg.forward.endpoint else None
         ingest = Ingest(self.assembler, self.telemetry, self._executor)
@@ -74,15 +115,18 @@ class Sidecar:
                      if cfg.receivers.grpc.enabled else None)
         self.admin = AdminServer(cfg.admin, self.registry, self.ready)
         forwarder = self.forwarder
-        queues = {"forward": (lambda: forwarder.queue_depth)} if forwarder else {}
+        evaluation = self.evaluation
+        queues = {"evaluation": (lambda: evaluation.queue_depth)}
+        if forwarder:
+            queues["forward"] = lambda: forwarder.queue_depth
         assembler, conversations = self.assembler, self.conversations
         self._collector = ScrapeTimeCollector(queues, lambda: assembler.pending_traces,
                                               lambda: assembler.pending_spans,
                                               lambda: conversations.open_conversations)
         self.registry.register(self._collector)
         # Downstream first.
-        return [c for c in (self.admin, self.conversations, self.assembler, self.forwarder,
-                            self.grpc, self.http) if c is not None]
+        return [c for c in (self.admin, self.judge, self.evaluation, self.conversations, self.assembler,
+                            self.forwarder, self.grpc, self.http) if c is not None]
 
     def ready(self) -> bool:
         return self._started

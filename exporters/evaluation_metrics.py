@@ -1,0 +1,105 @@
+"""Prometheus instruments fed by the evaluation pipeline: results, judge calls, sampling.
+
+Each class adapts one of the pipeline's telemetry protocols (``ResultConsumer``,
+``JudgeTelemetry``, ``SamplingTelemetry``) to the instruments declared in ``exporters.spec``.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from exporters.spec import EVALUATION, JUDGE, SAMPLING, Instrument
+from monitor.model import EvaluationResult, ScoreStatus
+
+__all__ = ["PrometheusResults", "PrometheusJudgeTelemetry", "PrometheusSamplingTelemetry"]
+
+
+def _make(inst: Instrument, registry: CollectorRegistry) -> Counter | Gauge | Histogram:
+    if inst.kind == "counter":
+        return Counter(inst.name.removesuffix("_total"), inst.help, inst.labels, registry=registry)
+    if inst.kind == "gauge":
+        return Gauge(inst.name, inst.help, inst.labels, registry=registry)
+    return Histogram(inst.name, inst.help, inst.labels, registry=registry, buckets=inst.buckets)
+
+
+def _instruments(table: tuple[Instrument, ...], registry: CollectorRegistry) -> dict[str, object]:
+    return {inst.name: _make(inst, registry) for inst in table}
+
+
+class PrometheusResults:
+    """``ResultConsumer``: counts outcomes and weights, observes scores with a trace exemplar."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        m = _instruments(EVALUATION, registry)
+        self._count: Counter = m["rag_monitor_evaluations_total"]  # type: ignore[assignment]
+        self._weight: Counter = m["rag_monitor_evaluation_weight_total"]  # type: ignore[assignment]
+        self._score: Histogram = m["rag_monitor_score"]  # type: ignore[assignment]
+
+    def consume_result(self, result: EvaluationResult) -> None:
+        service = result.turn.service
+        for score in result.scores:
+            outcome = score.outcome
+            self._count.labels(score.metric, service, outcome).inc()
+            if outcome in ("pass", "defect"):
+                self._weight.labels(score.metric, service, outcome).inc(result.weight)
+            if score.status == ScoreStatus.OK and score.value is not None:
+                self._score.labels(score.metric, service).observe(
+                    score.value, exemplar={"trace_id": result.turn.trace_id})
+
+
+class PrometheusJudgeTelemetry:
+    """``monitor.judge.telemetry.JudgeTelemetry`` on Prometheus instruments."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        m = _instruments(JUDGE, registry)
+        self._calls: Counter = m["rag_monitor_judge_requests_total"]  # type: ignore[assignment]
+        self._rejected: Counter = m["rag_monitor_judge_replies_rejected_total"]  # type: ignore[assignment]
+        self._attempts: Counter = m["rag_monitor_judge_attempts_failed_total"]  # type: ignore[assignment]
+        self._tokens: Counter = m["rag_monitor_judge_tokens_total"]  # type: ignore[assignment]
+        self._duration: Histogram = m["rag_monitor_judge_request_duration_seconds"]  # type: ignore[assignment]
+        self._circuit: Gauge = m["rag_monitor_judge_circuit_open"]  # type: ignore[assignment]
+        self._shed: Counter = m["rag_monitor_judge_budget_shed_total"]  # type: ignore[assignment]
+        self._waited: Counter = m["rag_monitor_judge_budget_wait_seconds_total"]  # type: ignore[assignment]
+
+    def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
+        self._calls.labels(outcome).inc()
+        self._duration.observe(duration_seconds)
+
+    def reply_rejected(self, metric: str, outcome: str) -> None:
+        # The call was counted 'ok' by the client; the parser's verdict is its own series so an
+        # alert can add it to the error rate.
+        self._rejected.labels(outcome).inc()
+
+    def attempt_failed(self, metric: str, outcome: str) -> None:
+        self._attempts.labels(outcome).inc()
+
+    def tokens(self, metric: str, kind: str, count: int) -> None:
+        self._tokens.labels(kind, metric).inc(count)
+
+    def circuit_state(self, state: str) -> None:
+        self._circuit.set({"open": 1.0, "half_open": 0.5}.get(state, 0.0))
+
+    def budget_waited(self, limiter: str, seconds: float) -> None:
+        self._waited.labels(limiter).inc(seconds)
+
+    def budget_shed(self, limiter: str) -> None:
+        self._shed.labels(limiter).inc()
+
+
+class PrometheusSamplingTelemetry:
+    """``samplers.telemetry.SamplingTelemetry`` on Prometheus instruments."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        m = _instruments(SAMPLING, registry)
+        self._decisions: Counter = m["rag_monitor_sampling_decisions_total"]  # type: ignore[assignment]
+        self._probability: Gauge = m["rag_monitor_sampling_probability"]  # type: ignore[assignment]
+        self._evicted: Counter = m["rag_monitor_sampling_cache_evicted_total"]  # type: ignore[assignment]
+
+    def decision(self, policy: str, outcome: str) -> None:
+        self._decisions.labels(policy, outcome).inc()
+
+    def probability(self, policy: str, value: float) -> None:
+        self._probability.labels(policy).set(value)
+
+    def cache_evicted(self, count: int) -> None:
+        self._evicted.inc(count)
