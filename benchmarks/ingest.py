@@ -67,6 +67,30 @@ def raw_decode_rate(bodies: list[tuple[bytes, bytes]], seconds: float = 3.0) -> 
     return spans / (time.perf_counter() - start)
 
 
+def materialize_rate(bodies: list[tuple[bytes, bytes]]) -> float:
+    """Context figure: decode plus protobuf's own conversion of everything to Python objects."""
+    from google.protobuf.json_format import MessageToDict
+
+    start = time.perf_counter()
+    spans = 0
+    for _, b in bodies:
+        MessageToDict(ExportTraceServiceRequest.FromString(b))
+        spans += SPANS_PER_TRACE * TRACES_PER_REQUEST
+    return spans / (time.perf_counter() - start)
+
+
+def convert_rate(bodies: list[tuple[bytes, bytes]]) -> float:
+    """Our decoder alone (protobuf → SpanRecord), no HTTP, no assembly."""
+    from monitor.receivers.decode import PROTOBUF, decode_traces
+
+    start = time.perf_counter()
+    spans = 0
+    for _ in range(3):
+        for _, b in bodies:
+            spans += len(decode_traces(b, PROTOBUF).spans)
+    return spans / (time.perf_counter() - start)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -145,13 +169,34 @@ async def wait_ready(admin: int, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("sidecar did not become ready")
 
 
+async def http_ceiling(bodies: list[tuple[bytes, bytes]], connections: int, seconds: float) -> float:
+    """Spans/s per CPU-second of a server that only reads the bodies (no decode, no assembly)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "http_sink.py"), str(port)], cwd=ROOT)
+    try:
+        await wait_ready(port, proc)
+        await load(port, bodies, connections, 1.0)
+        cpu0 = proc_cpu_seconds(proc.pid)
+        stats = await load(port, bodies, connections, seconds)
+        cpu = proc_cpu_seconds(proc.pid) - cpu0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    return stats["spans"] / cpu if cpu else float("nan")
+
+
 async def run(args: argparse.Namespace) -> dict[str, float]:
     bodies = build_bodies(args.bodies)
     mean_kb = sum(len(b) for _, b in bodies) / len(bodies) / 1024
     decode = raw_decode_rate(bodies)
+    materialize = materialize_rate(bodies)
+    convert = convert_rate(bodies)
+    ceiling = await http_ceiling(bodies, args.connections, min(args.seconds, 8.0))
     http, admin = free_port(), free_port()
     cfg = {"receivers": {"http": {"port": http}, "grpc": {"enabled": False}}, "admin": {"port": admin},
-           "assembly": {"decision_wait_seconds": 1.0}, "log_level": "WARNING"}
+           "assembly": {"decision_wait_seconds": 1.0}, "log_level": "WARNING",
+           # Ingest + assembly only: evaluation has its own benchmark (judge_throughput.py).
+           "evaluation": {"metrics": []}}
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         json.dump(cfg, f)  # JSON is YAML
     proc = subprocess.Popen([sys.executable, "-m", "monitor.cli", "serve", "-c", f.name], cwd=ROOT)
@@ -179,6 +224,9 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     result = {
         "request_kib": mean_kb,
         "raw_decode_spans_per_s": decode,
+        "message_to_dict_spans_per_s": materialize,
+        "decode_to_records_spans_per_s": convert,
+        "http_only_spans_per_cpu_s": ceiling,
         "ingest_spans_per_wall_s": sustained["spans"] / wall,
         "ingest_spans_per_cpu_s": received / cpu if cpu else float("nan"),
         "sidecar_cpu_share": cpu / wall,
