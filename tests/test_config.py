@@ -66,3 +66,16 @@ def test_validate_command_exit_codes(tmp_path):
     r = subprocess.run([sys.executable, "-m", "monitor.cli", "validate", "-c", str(tmp_path / "missing.yaml")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+def test_every_yaml_example_in_the_readme_is_a_valid_config(tmp_path):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    assert len(blocks) >= 3
+    for i, block in enumerate(blocks):
+        f = tmp_path / f"block{i}.yaml"
+        f.write_text(block)
+        load_config(f, environ={})
