@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from monitor.config import AdminConfig
+from monitor.http_site import start_site
 
 __all__ = ["AdminServer"]
 
@@ -57,16 +58,8 @@ class AdminServer:
     async def start(self) -> None:
         if self._runner is not None:
             return
-        runner = web.AppRunner(self._app(), access_log=None, handle_signals=False, shutdown_timeout=2.0)
-        await runner.setup()
-        site = web.TCPSite(runner, self._config.host, self._config.port, reuse_address=True)
-        try:
-            await site.start()
-        except OSError:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = runner.addresses[0][1] if runner.addresses else self._config.port
+        self._runner, self.port = await start_site(self._app(), self._config.host, self._config.port,
+                                                   shutdown_timeout=2.0)
         log.info("admin server on http://%s:%s (/metrics /healthz /readyz)", self._config.host, self.port)
 
     async def shutdown(self, deadline: float) -> None:

@@ -1,7 +1,7 @@
 """The ``rag-monitor`` command. Only this module exits the process.
 
 Exit codes: 0 ok, 1 runtime failure (e.g. a port in use), 2 invalid configuration or usage,
-130 forced stop by a second signal.
+3 ``eval --fail-under`` not met, 130 forced stop by a second signal.
 """
 
 from __future__ import annotations
@@ -119,6 +119,41 @@ def inspect(traces: tuple[str, ...], logs: tuple[str, ...], config_path: str | N
         click.echo(dumps(turn))
     if not turns:
         click.echo("rag-monitor: no turn found in these traces", err=True)
+
+
+@main.command("eval")
+@click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="YAML config: judge and evaluation sections (env RAG_MONITOR_CONFIG).")
+@click.option("--metrics", default=None, metavar="A,B,C", help="Metric ids to compute (default: evaluation.metrics).")
+@click.option("--judge-base-url", default=None, help="OpenAI-compatible base URL ending in /v1.")
+@click.option("--judge-model", default=None, help="Judge model name.")
+@click.option("--judge-api-key-env", default=None, metavar="VAR", help="Environment variable holding the API key.")
+@click.option("--concurrency", type=click.IntRange(1, 1024), default=None,
+              help="Turns evaluated at once and judge requests in flight (default: judge.max_concurrency).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write one JSON result line per input row here.")
+@click.option("--fail-under", multiple=True, metavar="METRIC=VALUE",
+              help="Exit 3 when METRIC's mean is below VALUE (repeatable).")
+def eval_(data: Path, config_path: str | None, metrics: str | None, judge_base_url: str | None,
+          judge_model: str | None, judge_api_key_env: str | None, concurrency: int | None, out: Path | None,
+          fail_under: tuple[str, ...]) -> None:
+    """Score a JSONL data set (question/answer or conversation rows) with the sidecar's evaluators."""
+    from monitor.eval_rows import DatasetError
+    from monitor.offline_eval import EvalRequest, run
+
+    config = _load(config_path)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    request = EvalRequest(
+        data=data, metrics=tuple(m.strip() for m in metrics.split(",") if m.strip()) if metrics is not None else None,
+        judge_base_url=judge_base_url, judge_model=judge_model, judge_api_key_env=judge_api_key_env,
+        concurrency=concurrency, out=out, fail_under=fail_under)
+    try:
+        code = run(config, request)
+    except (ConfigError, DatasetError) as exc:
+        click.echo(f"rag-monitor eval: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

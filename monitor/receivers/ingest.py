@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from monitor.interfaces import SpanConsumer, Telemetry
 from monitor.receivers.decode import DecodedLogs, DecodedSpans, decode_logs, decode_traces
@@ -66,24 +66,23 @@ class Ingest:
 
     def accept_spans(self, decoded: DecodedSpans, transport: str) -> IngestOutcome:
         t = self._telemetry
-        t.spans_received(transport, len(decoded.spans) + decoded.rejected)
-        for reason, n in decoded.reasons.items():
-            t.spans_dropped(reason, n)
-        reasons = dict(decoded.reasons)
-        dropped = self._consumer.consume_spans(decoded.spans) if decoded.spans else 0
-        if dropped:
-            reasons["overload"] = reasons.get("overload", 0) + dropped
-        rejected = decoded.rejected + dropped
-        return IngestOutcome(len(decoded.spans) - dropped, rejected, _describe(reasons, "spans"))
+        return self._accept(decoded.spans, decoded.rejected, decoded.reasons, "spans", transport,
+                            t.spans_received, t.spans_dropped, self._consumer.consume_spans)
 
     def accept_logs(self, decoded: DecodedLogs, transport: str) -> IngestOutcome:
         t = self._telemetry
-        t.logs_received(transport, len(decoded.logs) + decoded.rejected)
-        for reason, n in decoded.reasons.items():
-            t.logs_dropped(reason, n)
-        reasons = dict(decoded.reasons)
-        dropped = self._consumer.consume_logs(decoded.logs) if decoded.logs else 0
-        if dropped:
-            reasons["overload"] = reasons.get("overload", 0) + dropped
-        rejected = decoded.rejected + dropped
-        return IngestOutcome(len(decoded.logs) - dropped, rejected, _describe(reasons, "log records"))
+        return self._accept(decoded.logs, decoded.rejected, decoded.reasons, "log records", transport,
+                            t.logs_received, t.logs_dropped, self._consumer.consume_logs)
+
+    @staticmethod
+    def _accept(records: Sequence[Any], rejected: int, decode_reasons: dict[str, int], kind: str, transport: str,
+                received: Callable[[str, int], None], dropped: Callable[[str, int], None],
+                consume: Callable[[Sequence[Any]], int]) -> IngestOutcome:
+        received(transport, len(records) + rejected)
+        for reason, n in decode_reasons.items():
+            dropped(reason, n)
+        reasons = dict(decode_reasons)
+        overload = consume(records) if records else 0  # the consumer counts its own drops
+        if overload:
+            reasons["overload"] = reasons.get("overload", 0) + overload
+        return IngestOutcome(len(records) - overload, rejected + overload, _describe(reasons, kind))

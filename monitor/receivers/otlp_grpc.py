@@ -20,7 +20,7 @@ from monitor.errors import DecodeError
 from monitor.interfaces import Telemetry
 from monitor.receivers.auth import bearer_ok
 from monitor.receivers.decode import decode_logs_message, decode_trace_message
-from monitor.receivers.ingest import Ingest
+from monitor.receivers.ingest import Ingest, IngestOutcome
 from monitor.receivers.otlp_http import BodySink
 
 __all__ = ["OtlpGrpcReceiver"]
@@ -38,53 +38,69 @@ def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
 
 
 class _Base:
+    """One OTLP Export method; subclasses name the path, converter and response fields."""
+
+    path = ""
+    rejected_field = ""
+
     def __init__(self, owner: "OtlpGrpcReceiver") -> None:
         self._owner = owner
 
-    async def _check_auth(self, context: grpc.aio.ServicerContext) -> None:
-        if not bearer_ok(self._owner.token, _metadata(context, "authorization")):
-            self._owner.telemetry.requests_rejected(_TRANSPORT, "unauthenticated")
+    def _convert(self, request: Any) -> Any:
+        raise NotImplementedError
+
+    def _accept(self, decoded: Any) -> IngestOutcome:
+        raise NotImplementedError
+
+    def _response(self) -> Any:
+        raise NotImplementedError
+
+    async def Export(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        owner = self._owner
+        if not bearer_ok(owner.token, _metadata(context, "authorization")):
+            owner.telemetry.requests_rejected(_TRANSPORT, "unauthenticated")
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        if owner.forward is not None:
+            owner.forward.offer(self.path, request.SerializeToString(), _PROTOBUF, None)
+        try:
+            decoded = await owner.ingest.convert(request.ByteSize(), self._convert, request)
+        except DecodeError as exc:
+            owner.telemetry.requests_rejected(_TRANSPORT, "undecodable")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        outcome = self._accept(decoded)
+        resp = self._response()
+        if outcome.rejected:
+            setattr(resp.partial_success, self.rejected_field, outcome.rejected)
+            resp.partial_success.error_message = outcome.message
+        return resp
 
 
 class _TraceService(_Base, trace_service_pb2_grpc.TraceServiceServicer):
-    async def Export(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
-        await self._check_auth(context)
-        owner = self._owner
-        size = request.ByteSize()
-        if owner.forward is not None:
-            owner.forward.offer("/v1/traces", request.SerializeToString(), _PROTOBUF, None)
-        try:
-            decoded = await owner.ingest.convert(size, decode_trace_message, request)
-        except DecodeError as exc:
-            owner.telemetry.requests_rejected(_TRANSPORT, "undecodable")
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        outcome = owner.ingest.accept_spans(decoded, _TRANSPORT)
-        resp = trace_service_pb2.ExportTraceServiceResponse()
-        if outcome.rejected:
-            resp.partial_success.rejected_spans = outcome.rejected
-            resp.partial_success.error_message = outcome.message
-        return resp
+    path = "/v1/traces"
+    rejected_field = "rejected_spans"
+
+    def _convert(self, request: Any) -> Any:
+        return decode_trace_message(request)
+
+    def _accept(self, decoded: Any) -> IngestOutcome:
+        return self._owner.ingest.accept_spans(decoded, _TRANSPORT)
+
+    def _response(self) -> Any:
+        return trace_service_pb2.ExportTraceServiceResponse()
 
 
 class _LogsService(_Base, logs_service_pb2_grpc.LogsServiceServicer):
-    async def Export(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
-        await self._check_auth(context)
-        owner = self._owner
-        size = request.ByteSize()
-        if owner.forward is not None:
-            owner.forward.offer("/v1/logs", request.SerializeToString(), _PROTOBUF, None)
-        try:
-            decoded = await owner.ingest.convert(size, decode_logs_message, request)
-        except DecodeError as exc:
-            owner.telemetry.requests_rejected(_TRANSPORT, "undecodable")
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        outcome = owner.ingest.accept_logs(decoded, _TRANSPORT)
-        resp = logs_service_pb2.ExportLogsServiceResponse()
-        if outcome.rejected:
-            resp.partial_success.rejected_log_records = outcome.rejected
-            resp.partial_success.error_message = outcome.message
-        return resp
+    path = "/v1/logs"
+    rejected_field = "rejected_log_records"
+
+    def _convert(self, request: Any) -> Any:
+        return decode_logs_message(request)
+
+    def _accept(self, decoded: Any) -> IngestOutcome:
+        return self._owner.ingest.accept_logs(decoded, _TRANSPORT)
+
+    def _response(self) -> Any:
+        return logs_service_pb2.ExportLogsServiceResponse()
 
 
 class OtlpGrpcReceiver:

@@ -21,6 +21,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from monitor.config import HttpReceiverConfig
+from monitor.http_site import start_site
 from monitor.errors import DecodeError, PayloadTooLarge, UnsupportedMediaType
 from monitor.interfaces import Telemetry
 from monitor.receivers.auth import bearer_ok
@@ -80,17 +81,8 @@ class OtlpHttpReceiver:
             return
         # auto_decompress off: we inflate ourselves, under the decompressed-size limit, so a
         # gzip bomb is refused after limit+1 bytes instead of being inflated by the parser.
-        runner = web.AppRunner(self._app(), access_log=None, handle_signals=False, shutdown_timeout=5.0,
-                               auto_decompress=False)
-        await runner.setup()
-        site = web.TCPSite(runner, self._config.host, self._config.port, reuse_address=True)
-        try:
-            await site.start()
-        except OSError:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = runner.addresses[0][1] if runner.addresses else self._config.port
+        self._runner, self.port = await start_site(self._app(), self._config.host, self._config.port,
+                                                   shutdown_timeout=5.0, auto_decompress=False)
         log.info("OTLP/HTTP receiver listening on %s:%s", self._config.host, self.port)
 
     async def shutdown(self, deadline: float) -> None:

@@ -1,0 +1,275 @@
+"""``rag-monitor eval DATA.jsonl``: score a data set offline with the sidecar's own evaluators.
+
+The same code path as the sidecar: :func:`~monitor.evaluation.registry.build_evaluators` on the
+``evaluation`` config, the real :class:`~monitor.judge.client.JudgeClient` (budgets, retries,
+circuit breaker, structured output) on the ``judge`` config, ``mark_jailbreak_attempt`` then
+:func:`~monitor.evaluation.runner.evaluate_turn` per turn. Command-line options override the
+config file; with no judge model/endpoint only the local tier runs (said on stderr).
+
+The file is read and validated completely before the first judge call, so a malformed row costs
+nothing. Turns are evaluated by ``concurrency`` workers (default ``judge.max_concurrency``); a
+turn that fails in an unexpected way becomes ``internal_error`` scores and the run goes on.
+Results are written per input row as soon as the row is complete (``--out``); the summary table
+goes to stdout, progress and notices to stderr.
+
+Exit codes (mapped by the CLI): 0 done, 2 configuration/usage/data error, 3 ``--fail-under``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Sequence, TextIO
+
+import click
+from pydantic import ValidationError
+
+from monitor.config import MonitorConfig
+from monitor.errors import ConfigError
+from monitor.eval_report import MetricSummary, fail_under_failures, parse_fail_under, render_table, row_record, summarise
+from monitor.eval_rows import Dataset, EvalRow, read_dataset
+from monitor.evaluation.config import EvaluationConfig
+from monitor.evaluation.conversation import aggregate_conversation
+from monitor.evaluation.local.jailbreak_attempt import mark_jailbreak_attempt
+from monitor.evaluation.registry import build_evaluators, default_registry
+from monitor.evaluation.runner import INTERNAL_ERROR, InternalErrors, evaluate_turn
+from monitor.evaluation.scoring import failed
+from monitor.interfaces import Evaluator
+from monitor.judge.client import JudgeClient
+from monitor.judge.config import JudgeConfig
+from monitor.judge.telemetry import RecordingJudgeTelemetry
+from monitor.model import Score, Turn
+
+__all__ = ["EvalRequest", "RowOutcome", "EXIT_FAIL_UNDER", "select_metrics", "judge_config",
+           "evaluate_rows", "run"]
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_FAIL_UNDER = 3
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """The command's arguments; ``None`` means "as the config says"."""
+
+    data: Path
+    metrics: tuple[str, ...] | None = None
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    judge_api_key_env: str | None = None
+    concurrency: int | None = None
+    out: Path | None = None
+    fail_under: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RowOutcome:
+    """One input row with the scores of each of its turns (in turn order)."""
+
+    row: EvalRow
+    turn_scores: tuple[tuple[Score, ...], ...]
+
+
+def _validation_message(option: str, exc: ValidationError) -> str:
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or option}: {e['msg'].removeprefix('Value error, ')}"
+             for e in exc.errors()]
+    return f"{option}: " + "; ".join(parts)
+
+
+def select_metrics(config: EvaluationConfig, metrics: Sequence[str] | None) -> EvaluationConfig:
+    """``config`` restricted to ``metrics`` (keeping their per-metric options from the config).
+    Raises ConfigError naming an unknown id."""
+    if metrics is None:
+        return config
+    if not metrics:
+        raise ConfigError("--metrics: no metric id given")
+    entries = {e.id: e for e in config.entries()}
+    data = config.model_dump()
+    data["metrics"] = [entries.get(m, m) for m in metrics]
+    data["thresholds"] = {k: v for k, v in config.thresholds.items() if k in metrics}
+    try:
+        return EvaluationConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_validation_message("--metrics", exc)) from None
+
+
+def judge_config(base: JudgeConfig, request: EvalRequest, environ: Mapping[str, str]) -> JudgeConfig:
+    """``base`` with the command-line overrides applied; raises ConfigError."""
+    data = base.model_dump()
+    if request.judge_base_url:
+        data.update(base_url=request.judge_base_url, azure=None)
+    if request.judge_model:
+        data["model"] = request.judge_model
+    if request.judge_api_key_env:
+        key = environ.get(request.judge_api_key_env)
+        if not key:
+            raise ConfigError(f"--judge-api-key-env: environment variable {request.judge_api_key_env} is not set")
+        data.update(api_key=key, api_key_file=None)
+    if request.concurrency is not None:
+        data["max_concurrency"] = request.concurrency
+    try:
+        return JudgeConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_validation_message("judge", exc)) from None
+
+
+async def _evaluate_one(turn: Turn, evaluators: Sequence[Evaluator], errors: InternalErrors) -> tuple[Score, ...]:
+    try:
+        return await evaluate_turn(mark_jailbreak_attempt(turn), evaluators, errors)
+    except Exception as exc:  # noqa: BLE001 - one turn's failure must not stop the run
+        log.exception("turn %s: evaluation failed", turn.trace_id)
+        return tuple(failed(m, (0.0, 1.0), INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+                     for e in evaluators for m in e.metric_ids)
+
+
+async def evaluate_rows(rows: Sequence[EvalRow], evaluators: Sequence[Evaluator], concurrency: int, *,
+                        on_turn: Callable[[], None] = lambda: None,
+                        on_row: Callable[[RowOutcome], None] = lambda _: None) -> list[RowOutcome]:
+    """Evaluate every turn of ``rows`` with at most ``concurrency`` turns in flight.
+
+    ``on_turn`` is called after each turn, ``on_row`` as soon as all turns of a row are done
+    (completion order). Returns the outcomes in input order.
+    """
+    results: list[list[tuple[Score, ...]]] = [[() for _ in r.turns] for r in rows]
+    remaining = [len(r.turns) for r in rows]
+    done: list[RowOutcome | None] = [None] * len(rows)
+    work = iter([(ri, ti) for ri, r in enumerate(rows) for ti in range(len(r.turns))])
+    errors = InternalErrors()
+
+    async def worker() -> None:
+        for ri, ti in work:  # one shared iterator: each item is taken by exactly one worker
+            results[ri][ti] = await _evaluate_one(rows[ri].turns[ti], evaluators, errors)
+            on_turn()
+            remaining[ri] -= 1
+            if remaining[ri] == 0:
+                done[ri] = RowOutcome(rows[ri], tuple(results[ri]))
+                on_row(done[ri])
+
+    workers = max(1, min(concurrency, sum(remaining)))
+    async with asyncio.TaskGroup() as group:  # a failing on_row (disk full) stops the others
+        for _ in range(workers):
+            group.create_task(worker())
+    return [o for o in done if o is not None]
+
+
+def _record(outcome: RowOutcome) -> dict[str, object]:
+    row = outcome.row
+    turns = [(t.question, s) for t, s in zip(row.turns, outcome.turn_scores)]
+    aggregate = aggregate_conversation(outcome.turn_scores) if row.kind == "conversation" else None
+    return row_record(row.line, row.kind, row.row_id, turns, aggregate)
+
+
+def _judge_notice(judge: JudgeConfig, metric_ids: Sequence[str]) -> str | None:
+    """What stderr should say when the judge is off (None when it is on)."""
+    if judge.enabled:
+        return None
+    missing = " and ".join(n for n, v in (("model", judge.effective_model),
+                                          ("base_url", judge.base_url or judge.azure)) if not v)
+    registry = default_registry()
+    off = [m for m in metric_ids if registry.get(m).tier == "judge"]
+    notice = f"judge off (no judge {missing}; see --judge-base-url/--judge-model or -c): only the local tier runs"
+    return notice + (f"; not run: {', '.join(off)}" if off else "")
+
+
+def _check_gate(limits: Mapping[str, float], metric_ids: Sequence[str], judge_on: bool) -> None:
+    registry = default_registry()
+    for metric in limits:
+        if metric not in metric_ids:
+            raise ConfigError(f"--fail-under {metric}: not among the evaluated metrics ({', '.join(metric_ids)})")
+        if not judge_on and registry.get(metric).tier == "judge":
+            raise ConfigError(f"--fail-under {metric}: the judge is off, so this metric does not run")
+
+
+async def _run_async(dataset: Dataset, evaluation: EvaluationConfig, judge_cfg: JudgeConfig, concurrency: int,
+                     out: TextIO | None, telemetry: RecordingJudgeTelemetry) -> list[RowOutcome]:
+    judge = JudgeClient(judge_cfg, telemetry=telemetry) if judge_cfg.enabled else None
+    async with contextlib.AsyncExitStack() as stack:
+        if judge is not None:
+            await stack.enter_async_context(judge)
+        evaluators = build_evaluators(evaluation, judge)
+        if not evaluators:
+            raise ConfigError("nothing to evaluate: every selected metric needs the judge")
+
+        def write(outcome: RowOutcome) -> None:
+            if out is not None:
+                out.write(json.dumps(_record(outcome), ensure_ascii=False, default=str) + "\n")
+
+        with click.progressbar(length=dataset.turn_count, label="evaluating", file=sys.stderr,
+                               show_pos=True, show_eta=True) as bar:
+            return await evaluate_rows(dataset.rows, evaluators, concurrency,
+                                       on_turn=lambda: bar.update(1), on_row=write)
+    raise AssertionError("unreachable")  # pragma: no cover - the stack re-raises
+
+
+def _print_summary(dataset: Dataset, outcomes: Sequence[RowOutcome], metric_ids: Sequence[str],
+                   judge_cfg: JudgeConfig, telemetry: RecordingJudgeTelemetry, elapsed: float) -> dict[str, MetricSummary]:
+    kinds = [r.kind for r in dataset.rows]
+    judge = f"{judge_cfg.effective_model} at {judge_cfg.base_url or 'Azure'}" if judge_cfg.enabled else "off"
+    click.echo(f"{len(kinds)} rows ({kinds.count('qa')} question/answer, {kinds.count('conversation')} "
+               f"conversations), {dataset.turn_count} turns in {elapsed:.1f}s; judge: {judge}")
+    summaries = summarise((s for o in outcomes for s in o.turn_scores), metric_ids)
+    click.echo(render_table(summaries))
+    calls = telemetry.effective_outcomes()
+    if judge_cfg.enabled:
+        click.echo("judge calls: " + (", ".join(f"{k} {v}" for k, v in sorted(calls.items())) or "none"))
+        click.echo("tokens of a shared judge call (combined_rubrics, tonic_chunks) count on its first metric")
+    return summaries
+
+
+def run(config: MonitorConfig, request: EvalRequest, environ: Mapping[str, str] | None = None) -> int:
+    """Run the command; returns the exit code (0 or 3). Raises ConfigError or
+    :class:`~monitor.eval_rows.DatasetError` (exit 2) before any judge call."""
+    environ = os.environ if environ is None else environ
+    limits = _parse_limits(request.fail_under)
+    evaluation = select_metrics(config.evaluation, request.metrics)
+    judge_cfg = judge_config(config.judge, request, environ)
+    metric_ids = [e.id for e in evaluation.entries()]
+    _check_gate(limits, metric_ids, judge_cfg.enabled)
+    dataset = read_dataset(request.data)
+    if dataset.ignored_keys:
+        click.echo("ignoring unknown keys: " + ", ".join(f"{k} ({n} rows)" for k, n in dataset.ignored_keys.items()),
+                   err=True)
+    notice = _judge_notice(judge_cfg, metric_ids)
+    if notice:
+        click.echo(notice, err=True)
+    if notice:
+        registry = default_registry()
+        metric_ids = [m for m in metric_ids if registry.get(m).tier != "judge"]
+    concurrency = request.concurrency or judge_cfg.max_concurrency
+    telemetry = RecordingJudgeTelemetry()
+    started = time.monotonic()
+    with _open_out(request.out) as out:
+        outcomes = asyncio.run(_run_async(dataset, evaluation, judge_cfg, concurrency, out, telemetry))
+    summaries = _print_summary(dataset, outcomes, metric_ids, judge_cfg, telemetry, time.monotonic() - started)
+    failures = fail_under_failures(summaries, limits)
+    for reason in failures:
+        click.echo(f"fail-under: {reason}", err=True)
+    return EXIT_FAIL_UNDER if failures else EXIT_OK
+
+
+def _parse_limits(specs: Sequence[str]) -> dict[str, float]:
+    try:
+        return parse_fail_under(specs)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _open_out(path: Path | None) -> Iterator[TextIO | None]:
+    if path is None:
+        yield None
+        return
+    try:
+        handle = path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--out: cannot write {path}: {exc.strerror or exc}") from None
+    with handle:
+        yield handle
