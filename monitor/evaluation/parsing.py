@@ -131,3 +131,25 @@ def decode_json_object(raw: str) -> Parsed[Mapping[str, Any]]:
     if not isinstance(value, dict):
         return ParseFailure("parse_error", f"expected a JSON object, got {type(value).__name__}")
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredReply:
+    """The common judge reply ``{"reason": str, "score": number}``."""
+
+    score: float
+    reason: str
+
+
+def parse_scored_reply(data: Mapping[str, Any], low: float, high: float) -> Parsed[ScoredReply]:
+    """``{"reason": str, "score": number in [low, high]}`` and nothing else."""
+    bad = check_keys(data, ("reason", "score"))
+    if bad:
+        return bad
+    reason = get_text(data, "reason")
+    if isinstance(reason, ParseFailure):
+        return reason
+    score = get_number(data, "score", low, high)
+    if isinstance(score, ParseFailure):
+        return score
+    return ScoredReply(score, reason)

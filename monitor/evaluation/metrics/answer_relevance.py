@@ -6,11 +6,10 @@ what the input asks. Default defect rule: score < 0.5.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from monitor.evaluation.inputs import Input
-from monitor.evaluation.parsing import Parsed, ParseFailure, check_keys, get_number, get_text
+from monitor.evaluation.parsing import Parsed, ScoredReply, parse_scored_reply
 from monitor.evaluation.prompting import REASON_FIELD, number_field, object_schema, system_prompt
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded
@@ -34,24 +33,12 @@ SYSTEM = system_prompt(
 SCHEMA = object_schema({"reason": REASON_FIELD, "score": number_field(0.0, 1.0)})
 
 
-@dataclass(frozen=True, slots=True)
-class AnswerRelevanceReply:
-    score: float
-    reason: str
+AnswerRelevanceReply = ScoredReply
 
 
-def parse_reply(data: Mapping[str, Any]) -> Parsed[AnswerRelevanceReply]:
+def parse_reply(data: Mapping[str, Any]) -> Parsed[ScoredReply]:
     """``{"reason": str, "score": number in [0, 1]}`` and nothing else."""
-    bad = check_keys(data, ("reason", "score"))
-    if bad:
-        return bad
-    reason = get_text(data, "reason")
-    if isinstance(reason, ParseFailure):
-        return reason
-    score = get_number(data, "score", 0.0, 1.0)
-    if isinstance(score, ParseFailure):
-        return score
-    return AnswerRelevanceReply(score, reason)
+    return parse_scored_reply(data, 0.0, 1.0)
 
 
 def _metric(threshold: float) -> SingleCallMetric[AnswerRelevanceReply]:
