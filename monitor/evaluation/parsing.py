@@ -141,15 +141,17 @@ class ScoredReply:
     reason: str
 
 
-def parse_scored_reply(data: Mapping[str, Any], low: float, high: float) -> Parsed[ScoredReply]:
-    """``{"reason": str, "score": number in [low, high]}`` and nothing else."""
+def parse_scored_reply(data: Mapping[str, Any], low: float, high: float,
+                       integer: bool = False) -> Parsed[ScoredReply]:
+    """``{"reason": str, "score": number in [low, high]}`` (a whole number when ``integer``)
+    and nothing else."""
     bad = check_keys(data, ("reason", "score"))
     if bad:
         return bad
     reason = get_text(data, "reason")
     if isinstance(reason, ParseFailure):
         return reason
-    score = get_number(data, "score", low, high)
+    score = get_int(data, "score", int(low), int(high)) if integer else get_number(data, "score", low, high)
     if isinstance(score, ParseFailure):
         return score
     return ScoredReply(score, reason)

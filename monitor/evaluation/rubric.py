@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from monitor.evaluation.inputs import Gathered, Input, Missing, gather
 from monitor.evaluation.judging import Failure, ask
-from monitor.evaluation.parsing import Parsed, ParseFailure, check_keys, get_int, get_text
+from monitor.evaluation.parsing import Parsed, ParseFailure, parse_scored_reply
 from monitor.evaluation.prompting import REASON_FIELD, build_request, int_field, object_schema, system_prompt
 from monitor.evaluation.scoring import graded, skipped
 from monitor.judge.types import Judge
@@ -47,16 +47,10 @@ class RubricReply:
 
 def parse_rubric_reply(data: Mapping[str, Any], low: int = 1, high: int = 5) -> Parsed[RubricReply]:
     """``{"reason": str, "score": int in [low, high]}`` and nothing else."""
-    bad = check_keys(data, ("reason", "score"))
-    if bad:
-        return bad
-    reason = get_text(data, "reason")
-    if isinstance(reason, ParseFailure):
-        return reason
-    score = get_int(data, "score", low, high)
-    if isinstance(score, ParseFailure):
-        return score
-    return RubricReply(score, reason)
+    parsed = parse_scored_reply(data, low, high, integer=True)
+    if isinstance(parsed, ParseFailure):
+        return parsed
+    return RubricReply(int(parsed.score), parsed.reason)
 
 
 def rubric_schema(low: int = 1, high: int = 5) -> dict[str, Any]:
