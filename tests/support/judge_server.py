@@ -28,6 +28,7 @@ __all__ = [
     "JudgeServer",
     "reply",
     "reply_json",
+    "schema_reply",
     "status",
     "rate_limited",
     "server_error",
@@ -87,6 +88,76 @@ def reply(content: str | None, *, prompt_tokens: int = 20, completion_tokens: in
 def reply_json(obj: Any, **kwargs: Any) -> Behaviour:
     """Answer 200 with ``obj`` serialised as the assistant message."""
     return reply(json.dumps(obj), **kwargs)
+
+
+def _request_schema(body: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """(name, schema) from ``response_format`` json_schema, else from the schema our client
+    appends to the user message in ``json_object``/``none`` mode; None when there is neither."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        spec = fmt.get("json_schema") or {}
+        return str(spec.get("name", "")), spec.get("schema") or {}
+    user = next((m.get("content") for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+    marker = "matching this JSON schema:\n"
+    if isinstance(user, str) and marker in user:
+        return "", json.loads(user.rsplit(marker, 1)[1])
+    return None
+
+
+def _fill(schema: Mapping[str, Any], key: str, values: Mapping[str, Any], index: int = 0) -> Any:
+    """A value valid under ``schema``: ``values[key]`` when given, else the middle of a numeric
+    range, ``True``, ``"scripted"``, an array of ``minItems`` items, or an object of its properties."""
+    if key in values:
+        return values[key]
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: _fill(v, k, values, index) for k, v in props.items()}
+    if kind == "array":
+        return [_fill(schema.get("items", {}), "", values, i) for i in range(int(schema.get("minItems", 0)))]
+    if kind in ("integer", "number"):
+        if key == "n":
+            return index + 1  # per-chunk items are numbered in order
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if low is None and "-" in str(schema.get("description", "")):
+            low, high = (float(x) for x in str(schema["description"]).split("-", 1))
+        low, high = (low or 0), (high if high is not None else (low or 0))
+        middle = (low + high) / 2
+        return int(middle) if kind == "integer" else middle
+    if kind == "boolean":
+        return True
+    return "scripted"
+
+
+def schema_reply(values: Mapping[str, Any] | None = None) -> Behaviour:
+    """Answer any request carrying a JSON schema with an object valid under it (see ``_fill``).
+
+    ``values`` overrides by property name (``{"groundedness": 2}``) or by schema name, meaning the
+    schema's first numeric top-level property (the ``score`` of a standalone ``groundedness`` call).
+    Usage is estimated like the client does: prompt = characters of the messages and the
+    ``response_format`` / 4, completion = reply characters / 4. No schema → 400.
+    """
+    overrides = dict(values or {})
+
+    async def behave(server: JudgeServer, request: web.Request, rec: RecordedRequest) -> web.StreamResponse:
+        found = _request_schema(rec.body)
+        if found is None:
+            return await status(400, {"error": {"message": "schema_reply: no JSON schema in the request"}})(
+                server, request, rec)
+        name, schema = found
+        props = schema.get("properties", {})
+        local = dict(overrides)
+        if name in overrides:
+            main = next((k for k, v in props.items() if v.get("type") in ("integer", "number")), None)
+            if main is not None and main not in overrides:
+                local[main] = overrides[name]
+        content = json.dumps(_fill(schema, "", local))
+        prompt = sum(len(str(m.get("content", ""))) for m in rec.body.get("messages", []))
+        prompt += len(json.dumps(rec.body.get("response_format", "")))
+        body = _completion(content, max(1, prompt // 4), max(1, len(content) // 4), str(rec.body.get("model", "judge")))
+        return web.json_response(body)
+
+    return behave
 
 
 def status(code: int, body: Any = None, headers: Mapping[str, str] | None = None) -> Behaviour:
