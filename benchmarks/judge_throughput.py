@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--serve-judge", type=float, metavar="LATENCY", help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=0.2, help="judge latency in seconds")
     parser.add_argument("--levels", default="1,16,64", help="max_concurrency levels")
-    parser.add_argument("--waves", type=int, default=20, help="turns per level = waves x concurrency")
+    parser.add_argument("--waves", type=int, default=40, help="turns per level = waves x concurrency")
     parser.add_argument("--rows", type=int, default=10, help="rows for the token comparison")
     parser.add_argument("--chunks", type=int, default=1, help="retrieved chunks per row (1 = the seed row)")
     parser.add_argument("--skip-throughput", action="store_true")

@@ -265,15 +265,19 @@ class JudgeClient:
             extra["response_format"] = self._response_format(call.request, fmt)
         # The aiohttp transport only bounds each socket read; asyncio.timeout bounds the whole
         # attempt, so a server trickling bytes cannot hold a call past its timeout.
+        body = {
+            "model": self._config.effective_model or "",
+            "messages": self._messages(call.request, fmt),
+            "temperature": 0,
+            "max_tokens": call.request.max_output_tokens,
+            **extra,
+        }
         async with asyncio.timeout(timeout):
-            return await client.chat.completions.create(
-                model=self._config.effective_model or "",
-                messages=self._messages(call.request, fmt),
-                temperature=0,
-                max_tokens=call.request.max_output_tokens,
-                timeout=timeout,
-                **extra,
-            )
+            # The body is already plain JSON: posting it directly skips the openai package's
+            # per-call parameter transformation, ~45% of its CPU per call (profiled), which capped
+            # throughput at high concurrency. Same client, transport, auth and Azure routing.
+            return await client.post("/chat/completions", body=body, cast_to=ChatCompletion,
+                                     options={"timeout": timeout})
 
     @staticmethod
     def _messages(request: JudgeRequest, fmt: str) -> list[ChatCompletionMessageParam]:
