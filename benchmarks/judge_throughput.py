@@ -104,13 +104,16 @@ def _azure_call(evaluator: Any, name: str, row: dict[str, Any]) -> Any:
 
 
 def _drive(report: dict[str, Any], peer: str, metric: str, run: Any) -> None:
-    entry = report.setdefault(f"{peer}:{metric}", {"ok": 0, "errors": 0, "error": None})
+    entry = report.setdefault(f"{peer}:{metric}", {"ok": 0, "errors": 0, "error": None, "seconds": 0.0})
+    started = time.perf_counter()
     try:
         run()
         entry["ok"] += 1
     except Exception as exc:  # noqa: BLE001 - record why, keep measuring the others
         entry["errors"] += 1
         entry["error"] = entry["error"] or f"{type(exc).__name__}: {str(exc)[:300]}"
+    finally:
+        entry["seconds"] += time.perf_counter() - started
 
 
 def peer_driver(base_url: str, rows_path: str) -> None:
@@ -324,6 +327,24 @@ def peer_tokens(server: Any, python: str, rows: list[dict[str, Any]]) -> dict[st
     return report
 
 
+def peer_throughput(python: str, rows: list[dict[str, Any]], latency: float) -> list[dict[str, Any]]:
+    """Evaluations/s of each peer metric at ``latency`` (they evaluate one row at a time when called
+    directly), next to ours on the same rows at ``max_concurrency`` 1 against the same judge."""
+    out = []
+    with ServerThread(latency) as server:
+        report = peer_tokens(server, python, rows)
+        for key, entry in report.items():
+            if not (isinstance(entry, dict) and entry.get("ok")):
+                continue
+            metric = key.split(":", 1)[1]
+            ours, seconds = asyncio.run(_evaluate(server.base_url, rows, [metric], 1))
+            our_rate = len(rows) / seconds
+            peer_rate = entry["ok"] / entry["seconds"]
+            out.append({"peer_metric": key, "peer_per_second": round(peer_rate, 2), "peer_requests": entry["requests"],
+                        "ours_per_second": round(our_rate, 2), "ours_over_peer": round(our_rate / peer_rate, 2)})
+    return out
+
+
 def opik_tokens(row: dict[str, Any]) -> float | None:
     """Opik's answer-relevance prompt (template from the seed) filled with ``row``: chars / 4."""
     if not OPIK_SEED.exists():
@@ -394,6 +415,14 @@ def main(argv: list[str] | None = None) -> None:
     print("\npeer runs:")
     for key, entry in results["peers"].items():
         print(f"  {key}: {json.dumps(entry)}")
+    if has_peers and not args.skip_throughput:
+        results["peer_throughput"] = peer_throughput(args.peers_python, rows, args.latency)
+        print(f"\nthroughput side by side at {args.latency * 1000:.0f} ms judge latency, one row at a time "
+              "(peers called directly evaluate sequentially; ours at max_concurrency 1)")
+        print(f"  {'peer:metric':<36}{'peer/s':>8}{'calls':>7}{'ours/s':>8}{'ours/peer':>10}")
+        for r in results["peer_throughput"]:
+            print(f"  {r['peer_metric']:<36}{r['peer_per_second']:>8.2f}{r['peer_requests']:>7}"
+                  f"{r['ours_per_second']:>8.2f}{r['ours_over_peer']:>10.2f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
 
