@@ -87,7 +87,7 @@ def convert_rate(bodies: list[tuple[bytes, bytes]]) -> float:
     spans = 0
     for _ in range(3):
         for _, b in bodies:
-            spans += len(decode_traces(b, PROTOBUF).spans)
+            spans += len(decode_traces(b, PROTOBUF).records)
     return spans / (time.perf_counter() - start)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["Instrument", "SELF_TELEMETRY", "SCRAPE_TIME", "EVALUATION", "JUDGE", "SAMPLING", "SCORE_BUCKETS",
-           "JUDGE_LATENCY_BUCKETS", "by_name"]
+           "JUDGE_LATENCY_BUCKETS"]
 
 # Native-scale scores: 0–1 metrics (F1, answer_relevance, precision…), 0–5 (answer_similarity)
 # and 1–5 rubric scores, 0–7 severities. Buckets are upper bounds; integers land on their bucket.
@@ -101,9 +101,3 @@ SAMPLING: tuple[Instrument, ...] = (
                "counter"),
 )
 
-
-def by_name(name: str) -> Instrument:
-    for inst in SELF_TELEMETRY + SCRAPE_TIME + EVALUATION + JUDGE + SAMPLING:
-        if inst.name == name:
-            return inst
-    raise KeyError(name)

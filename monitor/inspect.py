@@ -68,10 +68,10 @@ def inspect_files(traces: Iterable[Path], logs: Iterable[Path], config: Assembly
     assembler = Assembler(config.model_copy(update={"max_pending_traces": 10**9}), sink, NullTelemetry())
     for path in logs:
         body = _read(path)
-        assembler.consume_logs(decode_logs(body, sniff_format(body)).logs)
+        assembler.consume_logs(decode_logs(body, sniff_format(body)).records)
     for path in traces:
         body = _read(path)
-        assembler.consume_spans(decode_traces(body, sniff_format(body)).spans)
+        assembler.consume_spans(decode_traces(body, sniff_format(body)).records)
     assembler.flush()
     return sorted(sink.turns, key=lambda t: t.start_time_unix_nano)
 

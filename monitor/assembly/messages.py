@@ -8,7 +8,7 @@ the wild are messy, and a partly understood trace is better than none.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from monitor.model import Document, Message
 
@@ -210,9 +210,3 @@ def documents_from_value(value: Any) -> list[Document] | None:
     # Every element must look like a document; a list of arbitrary dicts is not a retrieval.
     return found if found and len(found) == len(data) else None
 
-
-def first(values: Iterable[Any]) -> Any:
-    for v in values:
-        if v is not None:
-            return v
-    return None

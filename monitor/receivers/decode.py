@@ -16,7 +16,7 @@ import json
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -28,6 +28,7 @@ from monitor.model import LogRecord, SpanEvent, SpanRecord
 __all__ = [
     "PROTOBUF",
     "JSON",
+    "Decoded",
     "DecodedSpans",
     "DecodedLogs",
     "media_type_of",
@@ -45,9 +46,14 @@ _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 
 
+R = TypeVar("R", SpanRecord, LogRecord)
+
+
 @dataclass(slots=True)
-class DecodedSpans:
-    spans: list[SpanRecord] = field(default_factory=list)
+class Decoded(Generic[R]):
+    """The usable records of one request, and how many were rejected for which reason."""
+
+    records: list[R] = field(default_factory=list)
     rejected: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
 
@@ -56,15 +62,8 @@ class DecodedSpans:
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
 
 
-@dataclass(slots=True)
-class DecodedLogs:
-    logs: list[LogRecord] = field(default_factory=list)
-    rejected: int = 0
-    reasons: dict[str, int] = field(default_factory=dict)
-
-    def reject(self, reason: str) -> None:
-        self.rejected += 1
-        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+DecodedSpans = Decoded[SpanRecord]
+DecodedLogs = Decoded[LogRecord]
 
 
 def media_type_of(content_type: str | None) -> str:
@@ -153,8 +152,8 @@ def _parse_pb(cls: Any, body: bytes) -> Any:
 
 
 def _pb_spans(req: Any, now_ns: int) -> DecodedSpans:
-    out = DecodedSpans()
-    append = out.spans.append
+    out: DecodedSpans = Decoded()
+    append = out.records.append
     for rs in req.resource_spans:
         resource = _pb_attrs(rs.resource.attributes)
         for ss in rs.scope_spans:
@@ -177,8 +176,8 @@ def _pb_spans(req: Any, now_ns: int) -> DecodedSpans:
 
 
 def _pb_logs(req: Any, now_ns: int) -> DecodedLogs:
-    out = DecodedLogs()
-    append = out.logs.append
+    out: DecodedLogs = Decoded()
+    append = out.records.append
     for rl in req.resource_logs:
         resource = _pb_attrs(rl.resource.attributes)
         for sl in rl.scope_logs:
@@ -322,7 +321,7 @@ def _json_load(body: bytes) -> dict[str, Any]:
 
 
 def _json_spans(doc: dict[str, Any], now_ns: int) -> DecodedSpans:
-    out = DecodedSpans()
+    out: DecodedSpans = Decoded()
     for i, rs in enumerate(_J.arr(doc.get("resourceSpans"), "resourceSpans")):
         p = f"resourceSpans[{i}]"
         rs = _J.obj(rs, p)
@@ -357,7 +356,7 @@ def _json_span(s: dict[str, Any], p: str, resource: dict[str, Any], scope_name: 
         )
         for n, e in enumerate(_J.arr(s.get("events"), p + ".events"))
     )
-    out.spans.append(SpanRecord(
+    out.records.append(SpanRecord(
         trace_id, span_id, "" if parent == _ZERO_SPAN else parent,
         _J.string(s.get("name"), p + ".name"), _J.int64(s.get("kind"), p + ".kind"), start, end,
         _J.int64(status.get("code"), p + ".status.code"), _J.string(status.get("message"), p + ".status.message"),
@@ -366,7 +365,7 @@ def _json_span(s: dict[str, Any], p: str, resource: dict[str, Any], scope_name: 
 
 
 def _json_logs(doc: dict[str, Any], now_ns: int) -> DecodedLogs:
-    out = DecodedLogs()
+    out: DecodedLogs = Decoded()
     for i, rl in enumerate(_J.arr(doc.get("resourceLogs"), "resourceLogs")):
         p = f"resourceLogs[{i}]"
         rl = _J.obj(rl, p)
@@ -382,7 +381,7 @@ def _json_logs(doc: dict[str, Any], now_ns: int) -> DecodedLogs:
                 span_id = _J.hex_id(r.get("spanId"), r_path + ".spanId", 8)
                 ts = (_J.int64(r.get("timeUnixNano"), r_path + ".timeUnixNano")
                       or _J.int64(r.get("observedTimeUnixNano"), r_path + ".observedTimeUnixNano") or now_ns)
-                out.logs.append(LogRecord(
+                out.records.append(LogRecord(
                     "" if trace_id == _ZERO_TRACE else trace_id, "" if span_id == _ZERO_SPAN else span_id,
                     ts, _J.string(r.get("eventName"), r_path + ".eventName"),
                     _json_any(r.get("body"), r_path + ".body"),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
 from monitor.interfaces import SpanConsumer, Telemetry
-from monitor.receivers.decode import DecodedLogs, DecodedSpans, decode_logs, decode_traces
+from monitor.receivers.decode import Decoded, DecodedLogs, DecodedSpans, decode_logs, decode_traces
 
 __all__ = ["IngestOutcome", "Ingest", "OFFLOAD_BYTES"]
 
@@ -66,23 +66,23 @@ class Ingest:
 
     def accept_spans(self, decoded: DecodedSpans, transport: str) -> IngestOutcome:
         t = self._telemetry
-        return self._accept(decoded.spans, decoded.rejected, decoded.reasons, "spans", transport,
-                            t.spans_received, t.spans_dropped, self._consumer.consume_spans)
+        return self._accept(decoded, "spans", transport, t.spans_received, t.spans_dropped,
+                            self._consumer.consume_spans)
 
     def accept_logs(self, decoded: DecodedLogs, transport: str) -> IngestOutcome:
         t = self._telemetry
-        return self._accept(decoded.logs, decoded.rejected, decoded.reasons, "log records", transport,
-                            t.logs_received, t.logs_dropped, self._consumer.consume_logs)
+        return self._accept(decoded, "log records", transport, t.logs_received, t.logs_dropped,
+                            self._consumer.consume_logs)
 
     @staticmethod
-    def _accept(records: Sequence[Any], rejected: int, decode_reasons: dict[str, int], kind: str, transport: str,
-                received: Callable[[str, int], None], dropped: Callable[[str, int], None],
-                consume: Callable[[Sequence[Any]], int]) -> IngestOutcome:
-        received(transport, len(records) + rejected)
-        for reason, n in decode_reasons.items():
+    def _accept(decoded: Decoded[Any], kind: str, transport: str, received: Callable[[str, int], None],
+                dropped: Callable[[str, int], None], consume: Callable[[Sequence[Any]], int]) -> IngestOutcome:
+        records = decoded.records
+        received(transport, len(records) + decoded.rejected)
+        for reason, n in decoded.reasons.items():
             dropped(reason, n)
-        reasons = dict(decode_reasons)
+        reasons = dict(decoded.reasons)
         overload = consume(records) if records else 0  # the consumer counts its own drops
         if overload:
             reasons["overload"] = reasons.get("overload", 0) + overload
-        return IngestOutcome(len(records) - overload, rejected + overload, _describe(reasons, kind))
+        return IngestOutcome(len(records) - overload, decoded.rejected + overload, _describe(reasons, kind))
