@@ -62,6 +62,10 @@ class Forwarder:
         self._queue.put_nowait(_Item(path, body, content_type, content_encoding))
         self._queued_bytes += len(body)
 
+    async def drained(self) -> None:
+        """Wait until every accepted body has been sent or given up on."""
+        await self._queue.join()
+
     async def start(self) -> None:
         if self._session is not None:
             return
