@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from exporters.config import BUILTIN_LABELS, ExportersConfig
 from monitor.errors import ConfigError
 from monitor.evaluation.config import EvaluationConfig
 from monitor.judge.config import JudgeConfig
@@ -113,6 +114,9 @@ class AssemblyConfig(_Section):
 class AdminConfig(_Section):
     host: str = "127.0.0.1"
     port: int = Field(9464, ge=0, le=65535)
+    # /api/* and the status page show conversation text: loopback clients only, unless a token
+    # is set, which every such request must then carry (Authorization: Bearer …).
+    bearer_token: SecretStr | None = Field(None, description="required by /api/* when set")
 
 
 class MonitorConfig(_Section):
@@ -126,9 +130,20 @@ class MonitorConfig(_Section):
     judge: JudgeConfig = Field(default_factory=JudgeConfig, description="off unless model and base_url are set")
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    exporters: ExportersConfig = Field(default_factory=ExportersConfig)
     service_name: str = Field("rag-monitor", description="this process's own service.name")
     shutdown_deadline_seconds: float = Field(10.0, gt=0)
     log_level: str = Field("INFO", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
+
+    @model_validator(mode="after")
+    def _labels_have_a_source(self) -> "MonitorConfig":
+        mapped = set(self.assembly.mapping.labels)
+        for name in self.exporters.labels:
+            if name not in BUILTIN_LABELS and name not in mapped:
+                raise ValueError(
+                    f"exporters.labels: {name!r} has no source: map it in assembly.mapping.labels "
+                    f"or use one of {', '.join(BUILTIN_LABELS)}")
+        return self
 
     @model_validator(mode="after")
     def _ports_distinct(self) -> "MonitorConfig":

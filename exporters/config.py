@@ -1,0 +1,142 @@
+"""Configuration of everything downstream of evaluation: labels, rolling windows, OTLP push,
+result store, JSONL sink. Part of ``MonitorConfig`` under the ``exporters`` key.
+
+Example (YAML)::
+
+    exporters:
+      labels: [route, model]          # allow-list; values past max_label_values become "other"
+      max_label_values: 50
+      defect_rate_windows: [5m, 1h]
+      otlp_metrics: {enabled: true, endpoint: "http://otel-collector:4318", interval_seconds: 30}
+      evaluation_events: {enabled: true, endpoint: "http://otel-collector:4318"}
+      store: {path: /var/lib/rag-monitor/results.sqlite3, max_age_hours: 72}
+      jsonl: {path: /var/log/rag-monitor/results.jsonl}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "BUILTIN_LABELS",
+    "FORBIDDEN_LABELS",
+    "OtlpExportConfig",
+    "OtlpMetricsConfig",
+    "EvaluationEventsConfig",
+    "StoreConfig",
+    "JsonlConfig",
+    "ExportersConfig",
+    "parse_duration",
+]
+
+MiB = 1024 * 1024
+
+# Label names whose value comes from the turn itself rather than from assembly.mapping.labels.
+BUILTIN_LABELS = ("model", "provider", "convention", "jailbreak_attempt", "sampling_policy")
+# Labels the pipeline sets itself, or that would carry ids, text or users: never allow-listed.
+FORBIDDEN_LABELS = frozenset({
+    "metric", "service", "outcome", "window", "le", "quantile", "job", "instance",
+    "trace_id", "span_id", "conversation_id", "session_id", "user", "user_id", "question", "answer",
+})
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """``"30s"``, ``"5m"``, ``"1h"``, ``"1d"`` → seconds. Raises ValueError."""
+    m = _DURATION.match(text.strip())
+    if not m or int(m.group(1)) == 0:
+        raise ValueError(f"{text!r} is not a duration like 30s, 5m, 1h or 1d")
+    return float(int(m.group(1)) * _UNIT_SECONDS[m.group(2)])
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OtlpExportConfig(_Section):
+    """An OTLP destination. Unset fields fall back to the standard ``OTEL_EXPORTER_OTLP_*``
+    environment variables, which the OpenTelemetry exporters read themselves."""
+
+    enabled: bool = False
+    endpoint: str | None = Field(None, description="http(s)://host:4318 (http/protobuf) or host:4317 (grpc)")
+    protocol: Literal["http/protobuf", "grpc"] | None = Field(
+        None, description="default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf")
+    headers: dict[str, str] = Field(default_factory=dict, description="added to every export request")
+    timeout_seconds: float = Field(10.0, gt=0)
+    insecure: bool | None = Field(None, description="grpc only: plaintext instead of TLS")
+
+
+class OtlpMetricsConfig(OtlpExportConfig):
+    interval_seconds: float = Field(60.0, gt=0, description="push period")
+
+
+class EvaluationEventsConfig(OtlpExportConfig):
+    """``gen_ai.evaluation.result`` log records, one per score, on the evaluated span's trace."""
+
+    max_queue_size: int = Field(4096, gt=0, description="records waiting for export; more are dropped and counted")
+    max_export_batch_size: int = Field(512, gt=0)
+    schedule_delay_seconds: float = Field(2.0, gt=0)
+    include_explanation: bool = Field(True, description="the judge's reason as gen_ai.evaluation.explanation")
+
+
+class StoreConfig(_Section):
+    """SQLite result store behind the JSON API and status page (holds conversation text)."""
+
+    enabled: bool = True
+    path: str = Field("rag-monitor.sqlite3", description="database file; its directory must be writable")
+    max_age_hours: float = Field(168.0, gt=0, description="rows older than this are deleted")
+    max_bytes: int = Field(512 * MiB, gt=0, description="oldest rows are deleted past this file size")
+    queue_size: int = Field(10_000, gt=0, description="results waiting to be written; more are dropped and counted")
+    batch_size: int = Field(256, gt=0)
+    flush_interval_seconds: float = Field(1.0, gt=0)
+    max_text_chars: int = Field(4000, gt=0, description="question/answer/reason are cut to this length")
+
+
+class JsonlConfig(_Section):
+    """One JSON object per evaluated turn, appended to a file, for offline analysis."""
+
+    path: str | None = Field(None, description="off unless set")
+    max_bytes: int = Field(256 * MiB, gt=0, description="rotated to <path>.1 past this size")
+    queue_size: int = Field(10_000, gt=0)
+
+
+class ExportersConfig(_Section):
+    labels: list[str] = Field(default_factory=list, description="allow-listed label names on evaluation metrics")
+    max_label_values: int = Field(50, gt=0, le=10_000, description="per label; later values become 'other'")
+    defect_rate_windows: list[str] = Field(default_factory=lambda: ["5m", "1h"], min_length=1, max_length=6)
+    otlp_metrics: OtlpMetricsConfig = OtlpMetricsConfig()
+    evaluation_events: EvaluationEventsConfig = EvaluationEventsConfig()
+    store: StoreConfig = StoreConfig()
+    jsonl: JsonlConfig = JsonlConfig()
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_ok(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not _LABEL_NAME.match(name) or name.startswith("__"):
+                raise ValueError(f"{name!r} is not a valid Prometheus label name")
+            if name in FORBIDDEN_LABELS:
+                raise ValueError(f"{name!r} cannot be a label (reserved, or an id/text/user field)")
+        if len(set(names)) != len(names):
+            raise ValueError("labels are listed twice")
+        return names
+
+    @field_validator("defect_rate_windows")
+    @classmethod
+    def _windows_ok(cls, windows: list[str]) -> list[str]:
+        seconds = [parse_duration(w) for w in windows]
+        if len(set(seconds)) != len(seconds):
+            raise ValueError("windows are listed twice")
+        if max(seconds) > 7 * 86400:
+            raise ValueError("the longest window is 7d")
+        if max(seconds) / min(seconds) > 2000:
+            raise ValueError("longest/shortest window ratio over 2000 (memory is sized by it)")
+        return windows
+
+    def window_seconds(self) -> tuple[tuple[str, float], ...]:
+        return tuple((w, parse_duration(w)) for w in self.defect_rate_windows)
