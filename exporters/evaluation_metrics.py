@@ -6,20 +6,31 @@ Each class adapts one of the pipeline's telemetry protocols (``ResultConsumer``,
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from exporters.labels import LabelPolicy
 from exporters.spec import EVALUATION, JUDGE, SAMPLING, Instrument
 from monitor.model import EvaluationResult, ScoreStatus
 
 __all__ = ["PrometheusResults", "PrometheusJudgeTelemetry", "PrometheusSamplingTelemetry"]
 
 
-def _make(inst: Instrument, registry: CollectorRegistry) -> Counter | Gauge | Histogram:
+def _labelled(base: tuple[str, ...], policy_names: Sequence[str]) -> tuple[str, ...]:
+    # metric, service, <allow-listed…>, then the rest of the base labels (outcome).
+    assert base[:2] == ("metric", "service")
+    return ("metric", *policy_names, *base[2:])
+
+
+def _make(inst: Instrument, registry: CollectorRegistry,
+          labels: tuple[str, ...] | None = None) -> Counter | Gauge | Histogram:
+    labels = inst.labels if labels is None else labels
     if inst.kind == "counter":
-        return Counter(inst.name.removesuffix("_total"), inst.help, inst.labels, registry=registry)
+        return Counter(inst.name.removesuffix("_total"), inst.help, labels, registry=registry)
     if inst.kind == "gauge":
-        return Gauge(inst.name, inst.help, inst.labels, registry=registry)
-    return Histogram(inst.name, inst.help, inst.labels, registry=registry, buckets=inst.buckets)
+        return Gauge(inst.name, inst.help, labels, registry=registry)
+    return Histogram(inst.name, inst.help, labels, registry=registry, buckets=inst.buckets)
 
 
 def _instruments(table: tuple[Instrument, ...], registry: CollectorRegistry) -> dict[str, object]:
@@ -27,24 +38,30 @@ def _instruments(table: tuple[Instrument, ...], registry: CollectorRegistry) -> 
 
 
 class PrometheusResults:
-    """``ResultConsumer``: counts outcomes and weights, observes scores with a trace exemplar."""
+    """``ResultConsumer``: counts outcomes and weights, observes scores with a trace exemplar.
 
-    def __init__(self, registry: CollectorRegistry) -> None:
-        m = _instruments(EVALUATION, registry)
+    Labels are ``metric``, then the label policy's (``service`` and the allow-list, capped),
+    then ``outcome`` on the counters.
+    """
+
+    def __init__(self, registry: CollectorRegistry, labels: LabelPolicy | None = None) -> None:
+        self._policy = labels or LabelPolicy((), max_values=1000)
+        names = self._policy.names
+        m = {inst.name: _make(inst, registry, _labelled(inst.labels, names)) for inst in EVALUATION}
         self._count: Counter = m["rag_monitor_evaluations_total"]  # type: ignore[assignment]
         self._weight: Counter = m["rag_monitor_evaluation_weight_total"]  # type: ignore[assignment]
         self._score: Histogram = m["rag_monitor_score"]  # type: ignore[assignment]
 
     def consume_result(self, result: EvaluationResult) -> None:
-        service = result.turn.service
+        values = self._policy.values(result)
+        exemplar = {"trace_id": result.turn.trace_id}
         for score in result.scores:
             outcome = score.outcome
-            self._count.labels(score.metric, service, outcome).inc()
+            self._count.labels(score.metric, *values, outcome).inc()
             if outcome in ("pass", "defect"):
-                self._weight.labels(score.metric, service, outcome).inc(result.weight)
+                self._weight.labels(score.metric, *values, outcome).inc(result.weight)
             if score.status == ScoreStatus.OK and score.value is not None:
-                self._score.labels(score.metric, service).observe(
-                    score.value, exemplar={"trace_id": result.turn.trace_id})
+                self._score.labels(score.metric, *values).observe(score.value, exemplar=exemplar)
 
 
 class PrometheusJudgeTelemetry:

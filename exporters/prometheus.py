@@ -40,6 +40,8 @@ class PrometheusTelemetry:
         self._closed = c["rag_monitor_conversations_closed_total"]
         self._forward = c["rag_monitor_forward_total"]
         self._queue_dropped = c["rag_monitor_queue_dropped_total"]
+        self._capped = c["rag_monitor_label_values_capped_total"]
+        self._store_failed = c["rag_monitor_store_write_failures_total"]
 
     def spans_received(self, transport: str, count: int) -> None:
         self._spans_received.labels(transport).inc(count)
@@ -74,11 +76,18 @@ class PrometheusTelemetry:
     def queue_dropped(self, queue: str, count: int) -> None:
         self._queue_dropped.labels(queue).inc(count)
 
+    def label_capped(self, label: str) -> None:
+        self._capped.labels(label).inc()
+
+    def store_write_failed(self, count: int) -> None:
+        self._store_failed.inc(count)
+
 
 class ScrapeTimeCollector(Collector):
-    """Reads gauges from callables at scrape time. ``queues`` maps queue name → depth reader."""
+    """Reads gauges from callables at scrape time. ``queues`` maps queue name → (depth reader,
+    capacity)."""
 
-    def __init__(self, queues: Mapping[str, Callable[[], int]], pending_traces: Callable[[], int],
+    def __init__(self, queues: Mapping[str, tuple[Callable[[], int], int]], pending_traces: Callable[[], int],
                  pending_spans: Callable[[], int], open_conversations: Callable[[], int]) -> None:
         self._queues = dict(queues)
         self._readers = {
@@ -91,8 +100,13 @@ class ScrapeTimeCollector(Collector):
         for inst in SCRAPE_TIME:
             if inst.name == "rag_monitor_queue_depth":
                 fam = GaugeMetricFamily(inst.name, inst.help, labels=["queue"])
-                for queue, read in self._queues.items():
+                for queue, (read, _) in self._queues.items():
                     fam.add_metric([queue], float(read()))
+                yield fam
+            elif inst.name == "rag_monitor_queue_capacity":
+                fam = GaugeMetricFamily(inst.name, inst.help, labels=["queue"])
+                for queue, (_, capacity) in self._queues.items():
+                    fam.add_metric([queue], float(capacity))
                 yield fam
             else:
                 yield GaugeMetricFamily(inst.name, inst.help, value=float(self._readers[inst.name]()))

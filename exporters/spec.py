@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Instrument", "SELF_TELEMETRY", "SCRAPE_TIME", "EVALUATION", "JUDGE", "SAMPLING", "SCORE_BUCKETS",
-           "JUDGE_LATENCY_BUCKETS"]
+__all__ = ["Instrument", "SELF_TELEMETRY", "SCRAPE_TIME", "EVALUATION", "ROLLING", "JUDGE", "SAMPLING",
+           "SCORE_BUCKETS", "JUDGE_LATENCY_BUCKETS"]
 
 # Native-scale scores: 0–1 metrics (F1, answer_relevance, precision…), 0–5 (answer_similarity)
 # and 1–5 rubric scores, 0–7 severities. Buckets are upper bounds; integers land on their bucket.
@@ -49,17 +49,26 @@ SELF_TELEMETRY: tuple[Instrument, ...] = (
                "counter", ("outcome",)),
     Instrument("rag_monitor_queue_dropped_total", "Items dropped because a bounded queue was full.",
                "counter", ("queue",)),
+    Instrument("rag_monitor_label_values_capped_total",
+               "Evaluation label values reported as 'other' because the label reached its cardinality cap.",
+               "counter", ("label",)),
+    Instrument("rag_monitor_store_write_failures_total",
+               "Results lost because the result store could not write them (disk full, I/O error).", "counter"),
 )
 
 # Values read at scrape time from the running components (custom collector).
 SCRAPE_TIME: tuple[Instrument, ...] = (
     Instrument("rag_monitor_queue_depth", "Items waiting in a bounded queue.", "gauge", ("queue",)),
+    Instrument("rag_monitor_queue_capacity", "Capacity of a bounded queue (depth/capacity = saturation).", "gauge",
+               ("queue",)),
     Instrument("rag_monitor_pending_traces", "Traces buffered until complete.", "gauge"),
     Instrument("rag_monitor_pending_spans", "Spans buffered in pending traces.", "gauge"),
     Instrument("rag_monitor_open_conversations", "Conversations open (not idle yet).", "gauge"),
 )
 
 
+# The label sets below are the base; the allow-listed labels of ``exporters.labels`` (route,
+# model…) are appended after ``service`` at run time.
 EVALUATION: tuple[Instrument, ...] = (
     Instrument("rag_monitor_evaluations_total", "Metric evaluations of sampled turns, by outcome "
                "(pass | defect | error | skipped).", "counter", ("metric", "service", "outcome")),
@@ -68,6 +77,19 @@ EVALUATION: tuple[Instrument, ...] = (
                "rate = defect weight / (pass + defect weight).", "counter", ("metric", "service", "outcome")),
     Instrument("rag_monitor_score", "Scores on each metric's native scale.", "histogram",
                ("metric", "service"), buckets=SCORE_BUCKETS),
+)
+
+# Rolling windows (exporters.rolling), computed at scrape time. Per replica: aggregate the
+# counters above across replicas instead.
+ROLLING: tuple[Instrument, ...] = (
+    Instrument("rag_monitor_defect_rate", "Weighted defect rate over the rolling window (NaN: no evaluation).",
+               "gauge", ("metric", "service", "window")),
+    Instrument("rag_monitor_defect_rate_lower", "Lower bound of the 95% Wilson interval of the defect rate.",
+               "gauge", ("metric", "service", "window")),
+    Instrument("rag_monitor_defect_rate_upper", "Upper bound of the 95% Wilson interval of the defect rate.",
+               "gauge", ("metric", "service", "window")),
+    Instrument("rag_monitor_window_evaluations", "Scored evaluations (pass + defect) in the rolling window.",
+               "gauge", ("metric", "service", "window")),
 )
 
 JUDGE: tuple[Instrument, ...] = (

@@ -13,13 +13,15 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from prometheus_client import CollectorRegistry, disable_created_metrics
-
 import time
 from typing import Sequence
 
+from prometheus_client import CollectorRegistry, disable_created_metrics
+
 from exporters.evaluation_metrics import PrometheusJudgeTelemetry, PrometheusResults, PrometheusSamplingTelemetry
+from exporters.labels import LabelPolicy
 from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
+from exporters.rolling import RollingCollector, RollingStats
 from monitor.admin import AdminServer
 from monitor.assembly.assembler import Assembler
 from monitor.assembly.conversations import ConversationSink, ConversationTracker
@@ -79,7 +81,12 @@ class Sidecar:
         self.telemetry = PrometheusTelemetry(self.registry)
         self.judge_telemetry = PrometheusJudgeTelemetry(self.registry)
         self.sampling_telemetry = PrometheusSamplingTelemetry(self.registry)
-        self.results = PrometheusResults(self.registry)
+        exp = config.exporters
+        self.labels = LabelPolicy(exp.labels, exp.max_label_values, on_overflow=self.telemetry.label_capped)
+        self.results = PrometheusResults(self.registry, self.labels)
+        labels = self.labels
+        self.rolling = RollingStats(exp.window_seconds(), service_of=lambda r: labels.values(r)[0])
+        self.registry.register(RollingCollector(self.rolling))
         self._extra_consumers = tuple(result_consumers)
         self._sink = sink or NullConversationSink()
         self._components: list[Any] = []
@@ -103,7 +110,8 @@ class Sidecar:
         sampling = SamplingStage(sampler, max_conversations=cfg.sampling.max_conversations,
                                  telemetry=self.sampling_telemetry)
         self.evaluation = EvaluationStage(
-            sampling, build_evaluators(cfg.evaluation, self.judge), (self.results, *self._extra_consumers),
+            sampling, build_evaluators(cfg.evaluation, self.judge),
+            (self.results, self.rolling, *self._extra_consumers),
             self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers)
         self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)), self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
@@ -116,9 +124,9 @@ class Sidecar:
         self.admin = AdminServer(cfg.admin, self.registry, self.ready)
         forwarder = self.forwarder
         evaluation = self.evaluation
-        queues = {"evaluation": (lambda: evaluation.queue_depth)}
+        queues = {"evaluation": ((lambda: evaluation.queue_depth), cfg.evaluation.queue_size)}
         if forwarder:
-            queues["forward"] = lambda: forwarder.queue_depth
+            queues["forward"] = ((lambda: forwarder.queue_depth), cfg.forward.max_queue_requests)
         assembler, conversations = self.assembler, self.conversations
         self._collector = ScrapeTimeCollector(queues, lambda: assembler.pending_traces,
                                               lambda: assembler.pending_spans,

@@ -1,0 +1,50 @@
+"""Allow-listed labels with a cardinality cap, on the Prometheus instruments."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from exporters.evaluation_metrics import PrometheusResults
+from exporters.labels import OTHER, LabelPolicy
+from exporters.prometheus import PrometheusTelemetry
+from tests.exporters.results import result, score
+
+
+def test_values_follow_the_allow_list_order_and_builtins() -> None:
+    policy = LabelPolicy(["route", "model", "jailbreak_attempt", "sampling_policy"], max_values=10)
+    r = result(score("groundedness", 4.0), labels={"route": "/search", "user": "alice"}, model="gpt-x",
+               policy="always")
+    assert policy.names == ("service", "route", "model", "jailbreak_attempt", "sampling_policy")
+    assert policy.values(r) == ("rag-app", "/search", "gpt-x", "false", "always")
+    assert policy.values(result(score("groundedness", 4.0), labels={}, model=None))[1:3] == ("unknown", "unknown")
+
+
+def test_100000_routes_make_a_bounded_number_of_series() -> None:
+    registry = CollectorRegistry()
+    telemetry = PrometheusTelemetry(registry)
+    policy = LabelPolicy(["route"], max_values=50, on_overflow=telemetry.label_capped)
+    results = PrometheusResults(registry, policy)
+    for i in range(100_000):
+        results.consume_result(result(score("groundedness", 2.0, defect=True), labels={"route": f"/item/{i}"}))
+    routes = {s.labels["route"] for fam in registry.collect() if fam.name == "rag_monitor_evaluations"
+              for s in fam.samples}
+    assert len(routes) == 51 and OTHER in routes
+    series = [s for fam in registry.collect() for s in fam.samples if s.name == "rag_monitor_score_bucket"]
+    assert len(series) == 51 * 22  # 21 buckets + +Inf per route value
+    assert registry.get_sample_value("rag_monitor_evaluations_total",
+                                     {"metric": "groundedness", "service": "rag-app", "route": OTHER,
+                                      "outcome": "defect"}) == 100_000 - 50
+    assert registry.get_sample_value("rag_monitor_label_values_capped_total", {"label": "route"}) == 100_000 - 50
+
+
+def test_no_label_outside_the_allow_list_reaches_a_series() -> None:
+    registry = CollectorRegistry()
+    PrometheusResults(registry, LabelPolicy(["route"], 5)).consume_result(
+        result(score("coherence", 4.0), labels={"route": "/a", "tenant": "acme"}))
+    keys = {k for fam in registry.collect() for s in fam.samples for k in s.labels}
+    assert keys <= {"metric", "service", "route", "outcome", "le"}
+
+
+def test_long_values_are_cut() -> None:
+    policy = LabelPolicy(["route"], 5)
+    assert len(policy.values(result(score("coherence", 4.0), labels={"route": "x" * 10_000}))[1]) == 120
