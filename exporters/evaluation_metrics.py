@@ -14,7 +14,9 @@ from exporters.labels import LabelPolicy
 from exporters.spec import EVALUATION, JUDGE, SAMPLING, Instrument
 from monitor.model import EvaluationResult, ScoreStatus
 
-__all__ = ["PrometheusResults", "PrometheusJudgeTelemetry", "PrometheusSamplingTelemetry"]
+__all__ = ["PrometheusResults", "PrometheusJudgeTelemetry", "PrometheusSamplingTelemetry", "OUTCOMES"]
+
+OUTCOMES = ("pass", "defect", "error", "skipped")
 
 
 def _labelled(base: tuple[str, ...], policy_names: Sequence[str]) -> tuple[str, ...]:
@@ -42,6 +44,10 @@ class PrometheusResults:
 
     Labels are ``metric``, then the label policy's (``service`` and the allow-list, capped),
     then ``outcome`` on the counters.
+
+    The first time a (metric, labels) combination is seen, every outcome's series is created at
+    zero: ``increase()`` and ``rate()`` only count from a series' first scraped sample, so a
+    series born at 1 would hide the first defect of a new route or metric from alerts.
     """
 
     def __init__(self, registry: CollectorRegistry, labels: LabelPolicy | None = None) -> None:
@@ -51,11 +57,24 @@ class PrometheusResults:
         self._count: Counter = m["rag_monitor_evaluations_total"]  # type: ignore[assignment]
         self._weight: Counter = m["rag_monitor_evaluation_weight_total"]  # type: ignore[assignment]
         self._score: Histogram = m["rag_monitor_score"]  # type: ignore[assignment]
+        # Bounded by the label caps: metrics × capped label combinations, like the series themselves.
+        self._known: set[tuple[str, ...]] = set()
+
+    def _initialise(self, key: tuple[str, ...]) -> None:
+        self._known.add(key)
+        for outcome in OUTCOMES:
+            self._count.labels(*key, outcome)
+        for outcome in ("pass", "defect"):
+            self._weight.labels(*key, outcome)
+        self._score.labels(*key)
 
     def consume_result(self, result: EvaluationResult) -> None:
         values = self._policy.values(result)
         exemplar = {"trace_id": result.turn.trace_id}
         for score in result.scores:
+            key = (score.metric, *values)
+            if key not in self._known:
+                self._initialise(key)
             outcome = score.outcome
             self._count.labels(score.metric, *values, outcome).inc()
             if outcome in ("pass", "defect"):

@@ -17,11 +17,13 @@ def provider_with(exporter: SpanExporter, service: str = "sdk-app") -> TracerPro
     return provider
 
 
-def emit_genai_turn(provider: TracerProvider, conversation_id: str, question: str, answer: str) -> str:
+def emit_genai_turn(provider: TracerProvider, conversation_id: str, question: str, answer: str,
+                    root_attributes: dict[str, Any] | None = None) -> str:
     """One GenAI-convention turn written with the SDK API; returns the trace id (hex)."""
     tracer = provider.get_tracer("tests.sdk")
     with tracer.start_as_current_span("POST /chat", kind=SpanKind.SERVER,
-                                      attributes={"gen_ai.conversation.id": conversation_id}) as root:
+                                      attributes={"gen_ai.conversation.id": conversation_id,
+                                                  **(root_attributes or {})}) as root:
         with tracer.start_as_current_span("chat gpt-4o-mini", kind=SpanKind.CLIENT) as chat:
             attrs: dict[str, Any] = {
                 "gen_ai.operation.name": "chat",
