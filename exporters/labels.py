@@ -50,6 +50,10 @@ class LabelPolicy:
         self._on_overflow = on_overflow
         self._lock = threading.Lock()
 
+    def admit(self, name: str, value: str | None) -> str:
+        """The exported value of label ``name`` for a raw ``value`` (e.g. a stored service)."""
+        return self._admit(name, value)
+
     def _admit(self, name: str, value: str | None) -> str:
         if not value:
             value = UNKNOWN

@@ -42,6 +42,7 @@ class PrometheusTelemetry:
         self._queue_dropped = c["rag_monitor_queue_dropped_total"]
         self._capped = c["rag_monitor_label_values_capped_total"]
         self._store_failed = c["rag_monitor_store_write_failures_total"]
+        self._jsonl_failed = c["rag_monitor_jsonl_write_failures_total"]
 
     def spans_received(self, transport: str, count: int) -> None:
         self._spans_received.labels(transport).inc(count)
@@ -81,6 +82,9 @@ class PrometheusTelemetry:
 
     def store_write_failed(self, count: int) -> None:
         self._store_failed.inc(count)
+
+    def jsonl_write_failed(self, count: int) -> None:
+        self._jsonl_failed.inc(count)
 
 
 class ScrapeTimeCollector(Collector):

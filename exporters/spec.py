@@ -54,6 +54,8 @@ SELF_TELEMETRY: tuple[Instrument, ...] = (
                "counter", ("label",)),
     Instrument("rag_monitor_store_write_failures_total",
                "Results lost because the result store could not write them (disk full, I/O error).", "counter"),
+    Instrument("rag_monitor_jsonl_write_failures_total", "Results lost because a JSONL sink write failed.",
+               "counter"),
 )
 
 # Values read at scrape time from the running components (custom collector).

@@ -20,8 +20,10 @@ from typing import Sequence
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from exporters.evaluation_metrics import PrometheusJudgeTelemetry, PrometheusResults, PrometheusSamplingTelemetry
+from exporters.jsonl_sink import JsonlSink
 from exporters.labels import LabelPolicy
 from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
+from exporters.result_store import ResultStore
 from exporters.rolling import RollingCollector, RollingStats
 from monitor.admin import AdminServer
 from monitor.assembly.assembler import Assembler
@@ -114,6 +116,8 @@ class Sidecar:
         self.forwarder: Forwarder | None = None
         self.judge: JudgeClient | None = None
         self.evaluation: EvaluationStage | None = None
+        self.store: ResultStore | None = None
+        self.jsonl: JsonlSink | None = None
         self._collector: ScrapeTimeCollector | None = None
 
     def _build(self) -> list[Any]:
@@ -123,9 +127,13 @@ class Sidecar:
         sampler = build_sampler(cfg.sampling, time.monotonic, self.sampling_telemetry)
         sampling = SamplingStage(sampler, max_conversations=cfg.sampling.max_conversations,
                                  telemetry=self.sampling_telemetry)
+        exp = cfg.exporters
+        self.store = ResultStore(exp.store, self.telemetry) if exp.store.enabled else None
+        self.jsonl = JsonlSink(exp.jsonl, self.telemetry) if exp.jsonl.path else None
+        sinks = tuple(c for c in (self.store, self.jsonl) if c is not None)
         self.evaluation = EvaluationStage(
             sampling, build_evaluators(cfg.evaluation, self.judge),
-            (self.results, self.rolling, *self._extra_consumers),
+            (self.results, self.rolling, *sinks, *self._extra_consumers),
             self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers)
         self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)), self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
@@ -141,14 +149,30 @@ class Sidecar:
         queues = {"evaluation": ((lambda: evaluation.queue_depth), cfg.evaluation.queue_size)}
         if forwarder:
             queues["forward"] = ((lambda: forwarder.queue_depth), cfg.forward.max_queue_requests)
+        store, jsonl = self.store, self.jsonl
+        if store:
+            queues["store"] = ((lambda: store.queue_depth), exp.store.queue_size)
+        if jsonl:
+            queues["jsonl"] = ((lambda: jsonl.queue_depth), exp.jsonl.queue_size)
         assembler, conversations = self.assembler, self.conversations
         self._collector = ScrapeTimeCollector(queues, lambda: assembler.pending_traces,
                                               lambda: assembler.pending_spans,
                                               lambda: conversations.open_conversations)
         self.registry.register(self._collector)
-        # Downstream first.
-        return [c for c in (self.admin, self.judge, self.evaluation, self.conversations, self.assembler,
+        # Downstream first: the store before the admin server that queries it.
+        return [c for c in (self.store, self.jsonl, self.admin, self.judge, self.evaluation, self.conversations, self.assembler,
                             self.forwarder, self.grpc, self.http) if c is not None]
+
+    async def _refill_windows(self, store: ResultStore) -> None:
+        # After a restart the rolling windows would read "no data" for up to an hour; the
+        # store has the last hour of scores.
+        longest = max(sec for _, sec in self.rolling.windows)
+        rows = await store.scores_since(time.time() - longest)
+        admit = self.labels.admit
+        used = self.rolling.replay((ts, metric, admit("service", service), outcome, weight, value)
+                                   for ts, metric, service, outcome, weight, value in rows)
+        if used:
+            log.info("rolling windows refilled with %d stored scores", used)
 
     def ready(self) -> bool:
         return self._started
@@ -162,6 +186,8 @@ class Sidecar:
             for c in components:
                 await c.start()
                 started.append(c)
+                if c is self.store:
+                    await self._refill_windows(c)
         except BaseException:
             self._components = started
             await self.shutdown()

@@ -20,8 +20,10 @@ def free_port() -> int:
 async def start(config: dict, tmp_path) -> asyncio.subprocess.Process:
     f = tmp_path / "c.yaml"
     f.write_text(json.dumps(config))
+    # cwd: the embedded default store path is relative (rag-monitor.sqlite3).
     return await asyncio.create_subprocess_exec(sys.executable, "-m", "monitor.cli", "serve", "-c", str(f),
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                cwd=tmp_path)
 
 
 async def wait_ready(port: int, proc: asyncio.subprocess.Process) -> None:

@@ -46,6 +46,8 @@ def test_config(**assembly: Any) -> MonitorConfig:
         "admin": {"port": 0},
         "assembly": {"decision_wait_seconds": 0.2, **assembly},
         "shutdown_deadline_seconds": 5,
+        # The store writes a file; tests that want it set a path under tmp_path.
+        "exporters": {"store": {"enabled": False}},
     }
     return MonitorConfig.model_validate(data)
 

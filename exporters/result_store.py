@@ -1,0 +1,484 @@
+"""SQLite result store: every evaluation result, kept for the JSON API, the status page and the
+rolling windows' refill after a restart.
+
+Two tables: ``results`` (one row per :class:`EvaluationResult`: the turn's ids, service, labels,
+weight and text) and ``scores`` (one row per :class:`Score`, pointing at its result). Text lives
+once per result however many metrics scored it; ``scores`` carries a copy of the result's
+timestamp so that every filter (time, metric, outcome) and the retention run on an index alone.
+
+Writes never touch the event loop: :meth:`ResultStore.consume_result` appends to a bounded deque,
+a writer task takes batches (``batch_size`` or ``flush_interval_seconds``, whichever comes first)
+and hands each one to a single writer thread with its own connection, one transaction per batch.
+A batch is therefore atomic: after a crash a result is either there with all its scores or absent.
+Reads run on a second thread with a read-only connection; WAL lets them proceed during writes.
+
+Retention: at start and every ``retention_interval_seconds`` rows older than ``max_age_hours``
+go; after every batch, when the data pages exceed ``max_bytes`` the oldest results go in chunks
+until the data is under 90% of it, and the freed pages are returned to the file system
+(``auto_vacuum=INCREMENTAL``). The WAL is kept to about a tenth of ``max_bytes`` by the
+checkpoint interval and ``journal_size_limit``, so the files together stay near ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import sqlite3
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Collection, Protocol, Sequence
+
+from exporters.config import StoreConfig
+from monitor.model import EvaluationResult
+
+__all__ = ["StoreTelemetry", "StoredEvaluation", "ResultStore", "StoreOpenError", "HIGHER_IS_WORSE"]
+
+log = logging.getLogger(__name__)
+
+# Metrics whose value grows with the risk (the catalogue's "max"-aggregated ones: severities and
+# 0/1 risk flags). Everything else is a quality score where lower is worse.
+HIGHER_IS_WORSE = frozenset({"hate_unfairness", "sexual", "violence", "self_harm", "jailbreak",
+                             "local_jailbreak_attempt", "local_offensive_language"})
+
+SCHEMA_VERSION = 1
+MAX_QUERY_ROWS = 1000
+MAX_REFILL_ROWS = 1_000_000
+_DELETE_CHUNK = 5000
+_SIZE_TARGET = 0.9
+_TRUNCATED = "…"
+
+_SCHEMA = """
+CREATE TABLE results (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    timestamp REAL NOT NULL,
+    trace_id TEXT NOT NULL,
+    span_id TEXT,
+    conversation_id TEXT NOT NULL,
+    service TEXT NOT NULL,
+    labels TEXT NOT NULL,
+    weight REAL NOT NULL,
+    sampling_policy TEXT NOT NULL,
+    question TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    turn_start_unix_nano INTEGER NOT NULL
+);
+CREATE INDEX results_timestamp ON results(timestamp);
+CREATE TABLE scores (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
+    timestamp REAL NOT NULL,
+    metric TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    value REAL,
+    scale_low REAL NOT NULL,
+    scale_high REAL NOT NULL,
+    label TEXT,
+    reason TEXT,
+    status TEXT NOT NULL,
+    error_type TEXT
+);
+CREATE INDEX scores_result ON scores(result_id);
+CREATE INDEX scores_timestamp ON scores(timestamp);
+CREATE INDEX scores_metric_timestamp ON scores(metric, timestamp);
+CREATE INDEX scores_outcome_timestamp ON scores(outcome, timestamp);
+"""
+
+_INSERT_RESULT = """INSERT INTO results (timestamp, trace_id, span_id, conversation_id, service, labels, weight,
+    sampling_policy, question, answer, turn_start_unix_nano) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_INSERT_SCORE = """INSERT INTO scores (result_id, timestamp, metric, outcome, value, scale_low, scale_high, label,
+    reason, status, error_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_SELECT = """SELECT s.id, s.timestamp, s.metric, s.outcome, s.value, s.scale_low, s.scale_high, s.label, s.reason,
+    s.status, s.error_type, r.weight, r.sampling_policy, r.trace_id, r.span_id, r.conversation_id, r.service,
+    r.labels, r.question, r.answer, r.turn_start_unix_nano FROM scores s JOIN results r ON r.id = s.result_id"""
+
+
+class StoreTelemetry(Protocol):
+    def queue_dropped(self, queue: str, count: int) -> None: ...
+
+    def store_write_failed(self, count: int) -> None: ...
+
+
+class StoreOpenError(OSError):
+    """The database cannot be opened or created; the message names ``exporters.store.path``.
+    An ``OSError`` so that ``rag-monitor serve`` reports it as a start failure."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvaluation:
+    """One stored score with its result's turn fields (one row per result and metric)."""
+
+    id: int
+    timestamp: float
+    metric: str
+    outcome: str
+    value: float | None
+    scale: tuple[float, float]
+    label: str | None
+    reason: str | None
+    status: str
+    error_type: str | None
+    weight: float
+    sampling_policy: str
+    trace_id: str
+    span_id: str | None
+    conversation_id: str
+    service: str
+    labels: dict[str, str]
+    question: str
+    answer: str
+    turn_start_unix_nano: int
+
+
+def _stored(row: Sequence[Any]) -> StoredEvaluation:
+    labels = json.loads(row[17])
+    return StoredEvaluation(row[0], row[1], row[2], row[3], row[4], (row[5], row[6]), row[7], row[8], row[9],
+                            row[10], row[11], row[12], row[13], row[14], row[15], row[16],
+                            labels if isinstance(labels, dict) else {}, row[18], row[19], row[20])
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 1] + _TRUNCATED
+
+
+def _labels(result: EvaluationResult) -> str:
+    turn = result.turn
+    labels = {str(k): str(v) for k, v in turn.labels.items()}
+    model = turn.response_model or turn.request_model
+    if model and "model" not in labels:
+        labels["model"] = model
+    return json.dumps(labels, ensure_ascii=False, sort_keys=True)
+
+
+def _finite(value: float | None) -> float | None:
+    # SQLite stores NaN as NULL and would turn an infinite weight into a REAL inf; keep both out.
+    return value if value is None or math.isfinite(value) else None
+
+
+def _open_database(path: str, max_bytes: int) -> sqlite3.Connection:
+    """The writer connection: file created if needed, WAL, schema at the current version."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreOpenError(f"exporters.store.path={path!r}: cannot open the result store: {exc}") from exc
+    try:
+        # Only takes effect before the first table exists, i.e. when the file is new.
+        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode != "wal":
+            log.warning("result store %s: journal mode %s (WAL unsupported here)", path, mode)
+        # In WAL mode NORMAL syncs at checkpoints, not at every commit: a killed process loses
+        # nothing committed (the WAL is in the OS cache) and a power cut may lose the last few
+        # batches, never consistency. FULL would add an fsync per batch for no crash benefit.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute("PRAGMA foreign_keys=ON")
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        wal_bytes = max(64 * 1024, max_bytes // 10)
+        conn.execute(f"PRAGMA wal_autocheckpoint={max(16, min(1000, wal_bytes // page_size))}")
+        conn.execute(f"PRAGMA journal_size_limit={wal_bytes}")
+        _migrate(conn, path)
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreOpenError(f"exporters.store.path={path!r}: cannot use the result store: {exc}") from exc
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    if version != 0:
+        raise StoreOpenError(f"exporters.store.path={path!r}: schema version {version} is not {SCHEMA_VERSION} "
+                             "(written by another rag-monitor version); use another path")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in filter(str.strip, _SCHEMA.split(";")):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _write_batch(conn: sqlite3.Connection, batch: Sequence[tuple[float, EvaluationResult]], max_chars: int) -> None:
+    """Insert ``batch`` in one transaction (all of it or none)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for timestamp, result in batch:
+            turn = result.turn
+            cursor = conn.execute(_INSERT_RESULT, (
+                timestamp, turn.trace_id, turn.chat_span_id, turn.conversation_id, turn.service,
+                _labels(result), _finite(result.weight) or 0.0, result.sampling_policy,
+                _cut(turn.question, max_chars), _cut(turn.answer, max_chars), turn.start_time_unix_nano))
+            result_id = cursor.lastrowid
+            conn.executemany(_INSERT_SCORE, [
+                (result_id, timestamp, s.metric, s.outcome, _finite(s.value), s.scale[0], s.scale[1], s.label,
+                 _cut(s.reason, max_chars), s.status, s.error_type) for s in result.scores])
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _delete_older_than(conn: sqlite3.Connection, cutoff: float) -> int:
+    """Delete results (and their scores) recorded before ``cutoff``; short transactions."""
+    deleted = 0
+    while True:
+        n = conn.execute("DELETE FROM results WHERE id IN (SELECT id FROM results WHERE timestamp < ? LIMIT ?)",
+                         (cutoff, _DELETE_CHUNK)).rowcount
+        deleted += n
+        if n < _DELETE_CHUNK:
+            return deleted
+
+
+def _data_bytes(conn: sqlite3.Connection) -> int:
+    """Bytes of pages in use (the file size once the WAL is checkpointed and free pages returned)."""
+    page_count = conn.execute("PRAGMA page_count").fetchone()[0]
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    return int((page_count - free) * page_size)
+
+
+def _return_free_pages(conn: sqlite3.Connection) -> None:
+    # The pragma frees one page per step; execute() steps once, executescript() to the end.
+    conn.executescript("PRAGMA incremental_vacuum;")
+
+
+def _enforce_size(conn: sqlite3.Connection, max_bytes: int) -> int:
+    """Past ``max_bytes`` delete the oldest results until under 90% of it; returns results deleted."""
+    used = _data_bytes(conn)
+    if used <= max_bytes:
+        return 0
+    target = max_bytes * _SIZE_TARGET
+    deleted = 0
+    for _ in range(1000):  # each round deletes at least one result; a bound against surprises
+        results = conn.execute("SELECT count(*) FROM results").fetchone()[0]
+        if used <= target or results == 0:
+            break
+        # Index pages free up less than proportionally, so estimate and repeat.
+        chunk = max(1, min(_DELETE_CHUNK, math.ceil((used - target) / (used / results))))
+        deleted += conn.execute("DELETE FROM results WHERE id IN (SELECT id FROM results ORDER BY id LIMIT ?)",
+                                (chunk,)).rowcount
+        _return_free_pages(conn)
+        used = _data_bytes(conn)
+    return deleted
+
+
+class ResultStore:
+    """``Component`` + ``ResultConsumer``: keeps evaluation results in SQLite (see module doc).
+
+    ``higher_is_worse`` names the metrics whose value grows with risk (it orders
+    :meth:`worst_recent`); queries raise ``RuntimeError`` while the store is not running.
+    """
+
+    def __init__(self, config: StoreConfig, telemetry: StoreTelemetry, clock: Callable[[], float] = time.time, *,
+                 higher_is_worse: Collection[str] = HIGHER_IS_WORSE,
+                 retention_interval_seconds: float = 60.0) -> None:
+        if retention_interval_seconds <= 0:
+            raise ValueError("retention_interval_seconds must be positive")
+        self._config = config
+        self._telemetry = telemetry
+        self._clock = clock
+        self._risk_metrics = tuple(sorted(higher_is_worse))
+        self._retention_interval = retention_interval_seconds
+        self._queue: deque[tuple[float, EvaluationResult]] = deque()
+        self._wake = asyncio.Event()
+        self._accepting = True
+        self._writer_pool: ThreadPoolExecutor | None = None
+        self._reader_pool: ThreadPoolExecutor | None = None
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._failing = False
+        self._lost_in_burst = 0
+
+    @property
+    def queue_depth(self) -> int:
+        return len(self._queue)
+
+    def consume_result(self, result: EvaluationResult) -> None:
+        """Queue ``result`` for writing; drops and counts it when the queue is full or closed."""
+        if not self._accepting or len(self._queue) >= self._config.queue_size:
+            self._telemetry.queue_dropped("store", 1)
+            return
+        self._queue.append((self._clock(), result))
+        if len(self._queue) >= self._config.batch_size:
+            self._wake.set()
+
+    async def start(self) -> None:
+        """Open or create the database, apply retention once, start the writer."""
+        if self._task is not None:
+            return
+        loop = asyncio.get_running_loop()
+        cfg = self._config
+        writer_pool = ThreadPoolExecutor(1, thread_name_prefix="rag-monitor-store-write")
+        reader_pool = ThreadPoolExecutor(1, thread_name_prefix="rag-monitor-store-read")
+        try:
+            self._writer = await loop.run_in_executor(writer_pool, _open_database, cfg.path, cfg.max_bytes)
+            await loop.run_in_executor(writer_pool, self._retention)
+            self._reader = await loop.run_in_executor(reader_pool, self._open_reader)
+        except BaseException:
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                await loop.run_in_executor(writer_pool, writer.close)
+            writer_pool.shutdown(wait=False)
+            reader_pool.shutdown(wait=False)
+            raise
+        self._writer_pool, self._reader_pool = writer_pool, reader_pool
+        self._accepting = True
+        self._wake = asyncio.Event()
+        self._task = asyncio.create_task(self._run(), name="rag-monitor-store-writer")
+
+    def _open_reader(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._config.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute("PRAGMA query_only=ON")
+        return conn
+
+    async def shutdown(self, deadline: float) -> None:
+        """Stop accepting, write what is queued until ``deadline`` (``loop.time()``), close."""
+        self._accepting = False
+        task, self._task = self._task, None
+        if task is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._wake.set()
+        try:
+            await asyncio.wait_for(task, max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            log.warning("result store: shutdown deadline reached with %d results unwritten", len(self._queue))
+        if self._queue:
+            self._telemetry.queue_dropped("store", len(self._queue))
+            self._queue.clear()
+        writer_pool, reader_pool = self._writer_pool, self._reader_pool
+        self._writer_pool = self._reader_pool = None
+        assert writer_pool is not None and reader_pool is not None
+        writer, reader = self._writer, self._reader
+        self._writer = self._reader = None
+        # Queued behind any batch still running in the thread, so the close never cuts a commit.
+        if writer is not None:
+            await loop.run_in_executor(writer_pool, writer.close)
+        if reader is not None:
+            await loop.run_in_executor(reader_pool, reader.close)
+        writer_pool.shutdown(wait=False)
+        reader_pool.shutdown(wait=False)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        cfg = self._config
+        next_retention = loop.time() + self._retention_interval
+        while self._accepting or self._queue:
+            if self._accepting and len(self._queue) < cfg.batch_size:
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), cfg.flush_interval_seconds)
+                except TimeoutError:
+                    pass
+            batch = [self._queue.popleft() for _ in range(min(cfg.batch_size, len(self._queue)))]
+            if batch:
+                await self._write(batch)
+            if loop.time() >= next_retention:
+                next_retention = loop.time() + self._retention_interval
+                await self._in_writer(self._retention)
+
+    async def _write(self, batch: list[tuple[float, EvaluationResult]]) -> None:
+        try:
+            await self._in_writer(self._write_and_trim, batch)
+        except Exception as exc:  # disk full, I/O error, a bad value: count it, never stop the writer
+            self._telemetry.store_write_failed(len(batch))
+            self._lost_in_burst += len(batch)
+            if not self._failing:  # once per burst, not per batch
+                self._failing = True
+                log.error("result store: writing to %s failed (%s); results are lost until it recovers",
+                          self._config.path, exc)
+            return
+        if self._failing:
+            log.warning("result store: writes recovered after %d lost results", self._lost_in_burst)
+            self._failing, self._lost_in_burst = False, 0
+
+    def _write_and_trim(self, batch: Sequence[tuple[float, EvaluationResult]]) -> None:
+        assert self._writer is not None
+        _write_batch(self._writer, batch, self._config.max_text_chars)
+        try:
+            _enforce_size(self._writer, self._config.max_bytes)
+        except sqlite3.Error as exc:  # the batch is committed; trimming retries after the next one
+            log.warning("result store: size retention failed: %s", exc)
+
+    def _retention(self) -> None:
+        assert self._writer is not None
+        try:
+            cutoff = self._clock() - self._config.max_age_hours * 3600.0
+            if _delete_older_than(self._writer, cutoff):
+                _return_free_pages(self._writer)
+            _enforce_size(self._writer, self._config.max_bytes)
+            # Returns the WAL's disk space (journal_size_limit) once readers let it restart.
+            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error as exc:
+            log.warning("result store: retention failed: %s", exc)
+
+    async def _in_writer(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._writer_pool, fn, *args)
+
+    async def _query(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        reader, pool = self._reader, self._reader_pool
+        if reader is None or pool is None:
+            raise RuntimeError("the result store is not running")
+        return await asyncio.get_running_loop().run_in_executor(
+            pool, lambda: reader.execute(sql, params).fetchall())
+
+    async def evaluations(self, *, metric: str | None = None, outcome: str | None = None,
+                          since: float | None = None, limit: int = 100) -> list[StoredEvaluation]:
+        """Stored scores matching every given filter, newest first; at most ``limit`` (≤ 1000)."""
+        where: list[str] = []
+        params: list[Any] = []
+        for clause, value in (("s.metric = ?", metric), ("s.outcome = ?", outcome), ("s.timestamp >= ?", since)):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
+        sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY s.timestamp DESC, s.id DESC LIMIT ?"
+        rows = await self._query(sql, [*params, max(0, min(limit, MAX_QUERY_ROWS))])
+        return [_stored(r) for r in rows]
+
+    async def worst_recent(self, *, since: float, limit: int = 20) -> list[StoredEvaluation]:
+        """The worst scored (status ``ok``) evaluations since ``since``.
+
+        Badness order: defects before passes; then by goodness ascending, where goodness is the
+        value's position on its scale, (value - low) / (high - low), flipped (1 - position) for
+        the metrics where higher is worse (severities, risk flags), so a severity 7 ranks like a
+        groundedness 1; a degenerate scale ranks last; ties newest first.
+        """
+        risk = ", ".join("?" * len(self._risk_metrics)) or "NULL"
+        sql = (_SELECT + " WHERE s.timestamp >= ? AND s.status = 'ok' ORDER BY s.outcome = 'defect' DESC, "
+               "CASE WHEN s.scale_high > s.scale_low THEN "
+               f"(CASE WHEN s.metric IN ({risk}) THEN s.scale_high - s.value ELSE s.value - s.scale_low END) "
+               "/ (s.scale_high - s.scale_low) END ASC NULLS LAST, s.timestamp DESC, s.id DESC LIMIT ?")
+        rows = await self._query(sql, [since, *self._risk_metrics, max(0, min(limit, MAX_QUERY_ROWS))])
+        return [_stored(r) for r in rows]
+
+    async def scores_since(self, since: float) -> list[tuple[float, str, str, str, float, float | None]]:
+        """``(timestamp, metric, service, outcome, weight, value)`` of every score since ``since``,
+        oldest first. Past 1,000,000 rows the newest million (what short windows need most)."""
+        rows = await self._query(
+            "SELECT s.timestamp, s.metric, r.service, s.outcome, r.weight, s.value FROM scores s "
+            "JOIN results r ON r.id = s.result_id WHERE s.timestamp >= ? "
+            "ORDER BY s.timestamp DESC, s.id DESC LIMIT ?", (since, MAX_REFILL_ROWS))
+        rows.reverse()
+        return [tuple(r) for r in rows]
+
+    async def count(self) -> int:
+        """Number of stored score rows."""
+        rows = await self._query("SELECT count(*) FROM scores", ())
+        return int(rows[0][0])
