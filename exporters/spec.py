@@ -35,7 +35,7 @@ SELF_TELEMETRY: tuple[Instrument, ...] = (
     Instrument("rag_monitor_logs_received_total", "Log records received, by transport.", "counter", ("transport",)),
     Instrument("rag_monitor_logs_dropped_total", "Log records dropped on purpose, by reason.", "counter", ("reason",)),
     Instrument("rag_monitor_requests_rejected_total",
-               "OTLP requests answered with an error status, by transport and reason.", "counter",
+               "Requests answered with an error status (OTLP receivers and the admin API), by transport and reason.", "counter",
                ("transport", "reason")),
     Instrument("rag_monitor_turns_assembled_total", "Turns assembled from complete traces, by convention.",
                "counter", ("convention",)),

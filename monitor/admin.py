@@ -1,35 +1,178 @@
-"""Admin server on :9464: ``/metrics``, ``/healthz``, ``/readyz``.
+"""Admin server on :9464: ``/metrics``, ``/healthz``, ``/readyz``, the status page ``/`` and the
+JSON API ``/api/*`` (documents and access rule in ``monitor.api``, the page in
+``monitor.status_page``).
 
 Rendering the registry costs tens of milliseconds once the score histograms exist, so it runs in
 a worker thread: a scrape never stalls ingest. OpenMetrics is served when the scraper asks for
-it (exemplars need it).
+it (exemplars need it). ``/metrics``, the health checks and the page carry no conversation text
+and are open; ``/api/*`` is loopback-only or token-protected, and its reads (rolling counters,
+SQLite, JSON encoding of up to 1000 rows) run off the event loop too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+import time
+from typing import Awaitable, Callable, Mapping, Sequence
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from monitor.api import (
+    EvaluationQuery,
+    QueryError,
+    StoredEvaluationView,
+    SummarySource,
+    decide_access,
+    encode_json,
+    evaluation_item,
+    parse_evaluations_query,
+    parse_worst_query,
+    summary_document,
+)
 from monitor.config import AdminConfig
 from monitor.http_site import start_site
+from monitor.interfaces import Telemetry
+from monitor.status_page import page_response
 
 __all__ = ["AdminServer"]
 
 log = logging.getLogger(__name__)
 
+_TRANSPORT = "admin"  # the transport label of requests_rejected
+_STORE_OFF = "the result store is off (exporters.store.enabled)"
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _json(body: bytes, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(body=body, status=status, content_type="application/json", charset="utf-8",
+                        headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+                                 **(headers or {})})
+
+
+def _error(status: int, message: str, parameter: str | None = None,
+           headers: Mapping[str, str] | None = None) -> web.Response:
+    document = {"error": message} if parameter is None else {"error": message, "parameter": parameter}
+    return _json(encode_json(document), status, headers)
+
+
+class _ApiRoutes:
+    """``/api/*``: each route behind ``decide_access`` and a cap on requests in flight (past it:
+    503 + Retry-After, counted as ``requests_rejected{transport="admin", reason="busy"}``)."""
+
+    def __init__(self, *, token: str | None, summary: SummarySource | None, store: EvaluationQuery | None,
+                 telemetry: Telemetry | None, clock: Callable[[], float], max_in_flight: int = 4,
+                 excerpt_chars: int = 500) -> None:
+        self._token = token.encode() if token is not None else None
+        self._summary = summary
+        self._store = store
+        self._telemetry = telemetry
+        self._clock = clock
+        self._max_in_flight = max_in_flight
+        self._in_flight = 0
+        self._excerpt_chars = excerpt_chars
+        self._failing: set[str] = set()
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.get("/api/summary", self._guard(self._summary_route)),
+                web.get("/api/evaluations", self._guard(self._evaluations_route)),
+                web.get("/api/worst", self._guard(self._worst_route))]
+
+    def _rejected(self, reason: str) -> None:
+        if self._telemetry is not None:
+            self._telemetry.requests_rejected(_TRANSPORT, reason)
+
+    def _guard(self, handler: _Handler) -> _Handler:
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            decision = decide_access(remote=request.remote, host=request.headers.get("Host"),
+                                     authorization=request.headers.get("Authorization"), token=self._token)
+            if not decision.allowed:
+                self._rejected(decision.reason)
+                headers = {"WWW-Authenticate": 'Bearer realm="rag-monitor"'} if decision.status == 401 else None
+                return _error(decision.status, decision.message, headers=headers)
+            if self._in_flight >= self._max_in_flight:
+                self._rejected("busy")
+                return _error(503, "too many API requests at once; retry shortly", headers={"Retry-After": "1"})
+            self._in_flight += 1
+            try:
+                return await handler(request)
+            except QueryError as exc:
+                return _error(400, str(exc), exc.parameter)
+            finally:
+                self._in_flight -= 1
+
+        return guarded
+
+    def _failed(self, what: str, exc: Exception) -> web.Response:
+        # The page polls every 10 s: log once per failing streak, not once per request.
+        if what not in self._failing:
+            self._failing.add(what)
+            log.warning("admin API: reading the %s failed: %r", what, exc)
+        return _error(503, f"the {what} is unavailable ({type(exc).__name__}); see the monitor's log")
+
+    async def _summary_route(self, request: web.Request) -> web.StreamResponse:
+        source = self._summary
+        if source is None:
+            return _error(503, "rolling statistics are off: no summary source is wired")
+        now = self._clock()
+        try:
+            body = await asyncio.to_thread(lambda: encode_json(summary_document(source, now)))
+        except Exception as exc:
+            return self._failed("rolling statistics", exc)
+        self._failing.discard("rolling statistics")
+        return _json(body)
+
+    async def _evaluations_route(self, request: web.Request) -> web.StreamResponse:
+        query = parse_evaluations_query(request.query, self._clock())
+        if self._store is None:
+            return _error(503, _STORE_OFF)
+        try:
+            rows = await self._store.evaluations(metric=query.metric, outcome=query.outcome,
+                                                 since=query.since, limit=query.limit)
+        except Exception as exc:
+            return self._failed("result store", exc)
+        return await self._items(rows, {"metric": query.metric, "outcome": query.outcome,
+                                        "since": query.since, "limit": query.limit})
+
+    async def _worst_route(self, request: web.Request) -> web.StreamResponse:
+        windows = self._summary.windows if self._summary is not None else ()
+        longest = max((seconds for _, seconds in windows), default=3600.0)
+        query = parse_worst_query(request.query, self._clock(), longest)
+        if self._store is None:
+            return _error(503, _STORE_OFF)
+        try:
+            rows = await self._store.worst_recent(since=query.since, limit=query.limit)
+        except Exception as exc:
+            return self._failed("result store", exc)
+        return await self._items(rows, {"since": query.since, "limit": query.limit})
+
+    async def _items(self, rows: Sequence[StoredEvaluationView], query: dict[str, object]) -> web.Response:
+        self._failing.discard("result store")
+
+        def build() -> bytes:
+            items = [evaluation_item(row, self._excerpt_chars) for row in rows]
+            return encode_json({"items": items, "count": len(items), "query": query})
+
+        return _json(await asyncio.to_thread(build))
+
 
 class AdminServer:
-    """Component. ``ready`` is a callable so readiness reflects the pipeline's live state."""
+    """Component. ``ready`` is a callable so readiness reflects the pipeline's live state.
 
-    def __init__(self, config: AdminConfig, registry: CollectorRegistry, ready: Callable[[], bool]) -> None:
+    ``summary`` (rolling defect rates) and ``store`` (stored evaluations) feed ``/api/*``; either
+    may be None, and then its endpoints answer 503 with a JSON error that the page shows.
+    ``telemetry`` counts refused API requests; ``clock`` (unix seconds) is for tests."""
+
+    def __init__(self, config: AdminConfig, registry: CollectorRegistry, ready: Callable[[], bool], *,
+                 summary: SummarySource | None = None, store: EvaluationQuery | None = None,
+                 telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time) -> None:
         self._config = config
         self._registry = registry
         self._ready = ready
+        token = config.bearer_token.get_secret_value() if config.bearer_token is not None else None
+        self._api = _ApiRoutes(token=token, summary=summary, store=store, telemetry=telemetry, clock=clock)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
@@ -39,7 +182,12 @@ class AdminServer:
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/", self._page)
+        app.add_routes(self._api.routes())
         return app
+
+    async def _page(self, request: web.Request) -> web.Response:
+        return page_response()
 
     async def _metrics(self, request: web.Request) -> web.Response:
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
@@ -60,7 +208,7 @@ class AdminServer:
             return
         self._runner, self.port = await start_site(self._app(), self._config.host, self._config.port,
                                                    shutdown_timeout=2.0)
-        log.info("admin server on http://%s:%s (/metrics /healthz /readyz)", self._config.host, self.port)
+        log.info("admin server on http://%s:%s (/ /api /metrics /healthz /readyz)", self._config.host, self.port)
 
     async def shutdown(self, deadline: float) -> None:
         runner, self._runner = self._runner, None

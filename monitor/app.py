@@ -143,7 +143,8 @@ class Sidecar:
                      if cfg.receivers.http.enabled else None)
         self.grpc = (OtlpGrpcReceiver(cfg.receivers.grpc, ingest, self.telemetry, self.forwarder)
                      if cfg.receivers.grpc.enabled else None)
-        self.admin = AdminServer(cfg.admin, self.registry, self.ready)
+        self.admin = AdminServer(cfg.admin, self.registry, self.ready,
+                                 summary=self.rolling, store=self.store, telemetry=self.telemetry)
         forwarder = self.forwarder
         evaluation = self.evaluation
         queues = {"evaluation": ((lambda: evaluation.queue_depth), cfg.evaluation.queue_size)}

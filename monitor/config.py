@@ -116,7 +116,7 @@ class AdminConfig(_Section):
     port: int = Field(9464, ge=0, le=65535)
     # /api/* and the status page show conversation text: loopback clients only, unless a token
     # is set, which every such request must then carry (Authorization: Bearer …).
-    bearer_token: SecretStr | None = Field(None, description="required by /api/* when set")
+    bearer_token: SecretStr | None = Field(None, min_length=1, description="required by /api/* when set")
 
 
 class MonitorConfig(_Section):

@@ -1,0 +1,393 @@
+"""JSON API of the admin server: its contracts, parameters, access rule and documents.
+
+Pure functions and protocols, no HTTP: ``monitor.admin`` serves them. The data comes from a
+:class:`SummarySource` (rolling defect rates) and an :class:`EvaluationQuery` (the result store).
+
+Endpoints (all ``GET``, all JSON, ``Cache-Control: no-store``; busy: 503 + ``Retry-After``):
+
+``/api/summary``
+    ``{"generated_at": <unix s>, "windows": [{"name": "5m", "seconds": 300.0}, ...],
+    "trend_window": "1h", "metrics": {<metric>: {"windows": {<window>: W}, "trend": [T, ...]}}}``
+
+    W: ``seconds``; ``evaluations`` (scored turns: pass + defect); ``defects``, ``errors``,
+    ``skipped`` (counts); ``weight``, ``defect_weight`` (sums of inverse-probability weights);
+    ``effective_n`` (Kish effective sample size behind the interval); ``defect_rate`` (weighted,
+    0–1); ``lower``/``upper`` (95% Wilson bounds); ``mean`` (mean score on the metric's scale).
+    T (oldest first, over the longest window): ``start`` (unix s), ``evaluations``,
+    ``defect_rate``, ``mean``. Every rate, bound and mean is ``null`` when there is no scored
+    evaluation — never ``0``.
+
+``/api/evaluations?metric=&outcome=&since=&limit=`` (newest first) and
+``/api/worst?since=&limit=`` (the worst recent turns; ``since`` defaults to the longest window)
+    ``{"items": [E, ...], "count": n, "query": {...the parsed parameters}}``. E: ``id``,
+    ``timestamp`` (unix s, when evaluated), ``metric``, ``outcome`` (pass | defect | error |
+    skipped), ``status``, ``value`` (null unless scored), ``scale`` ([min, max]), ``label``,
+    ``reason``, ``error_type``, ``weight``, ``sampling_policy``, ``trace_id``, ``span_id``,
+    ``conversation_id``, ``service``, ``labels``, ``turn_start`` (unix s or null),
+    ``question``/``answer`` (excerpts) with ``question_truncated``/``answer_truncated``.
+
+Parameters: ``metric`` (letters, digits, ``_ . : -``), ``outcome``, ``since`` (unix seconds, an
+ISO-8601 time — UTC when it has no offset — or a duration back from now such as ``15m``),
+``limit`` (1–1000). A bad or unknown parameter is a 400 ``{"error": ..., "parameter": name}``.
+Without a summary source or store the matching endpoints answer 503 ``{"error": ...}``.
+
+Access: these answers carry conversation text. With ``admin.bearer_token`` set every request must
+send ``Authorization: Bearer <token>`` (401 otherwise). Without it only loopback peers addressing
+the server by a loopback host name are served (403 otherwise); the host check keeps a web page
+from reaching the API through DNS rebinding.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Mapping, Protocol, Sequence
+
+from exporters.config import parse_duration
+
+__all__ = [
+    "WindowStatsView",
+    "TrendPointView",
+    "SummarySource",
+    "StoredEvaluationView",
+    "EvaluationQuery",
+    "QueryError",
+    "EvaluationsQuery",
+    "parse_evaluations_query",
+    "WorstQuery",
+    "parse_worst_query",
+    "parse_since",
+    "AccessDecision",
+    "decide_access",
+    "summary_document",
+    "evaluation_item",
+    "encode_json",
+]
+
+OUTCOMES = ("pass", "defect", "error", "skipped")
+MAX_LIMIT = 1000
+_METRIC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+_NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+_DURATION_TEXT = re.compile(r"^[0-9]+[smhd]$")
+_WHOLE = re.compile(r"^[0-9]{1,7}$")
+_LOOPBACK_NAMES = ("localhost",)
+
+
+class WindowStatsView(Protocol):
+    """Rolling statistics of one metric over one window (``exporters.rolling.WindowStats``)."""
+
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def evaluations(self) -> int: ...
+    @property
+    def defects(self) -> int: ...
+    @property
+    def errors(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def defect_weight(self) -> float: ...
+    @property
+    def effective_n(self) -> float: ...
+    @property
+    def defect_rate(self) -> float: ...
+    @property
+    def lower(self) -> float: ...
+    @property
+    def upper(self) -> float: ...
+    @property
+    def mean_score(self) -> float: ...
+
+
+class TrendPointView(Protocol):
+    @property
+    def start(self) -> float: ...
+    @property
+    def evaluations(self) -> int: ...
+    @property
+    def defect_rate(self) -> float: ...
+    @property
+    def mean_score(self) -> float: ...
+
+
+class SummarySource(Protocol):
+    """Rolling defect rates (``exporters.rolling.RollingStats``). Thread-safe; called in a thread."""
+
+    @property
+    def windows(self) -> tuple[tuple[str, float], ...]: ...
+
+    def summary(self) -> Mapping[str, Mapping[str, WindowStatsView]]: ...
+
+    def trend(self, metric: str, points: int = 60) -> Sequence[TrendPointView]: ...
+
+
+class StoredEvaluationView(Protocol):
+    """One stored score with its turn's text (``exporters.result_store.StoredEvaluation``)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def timestamp(self) -> float: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def scale(self) -> tuple[float, float]: ...
+    @property
+    def label(self) -> str | None: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def error_type(self) -> str | None: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def sampling_policy(self) -> str: ...
+    @property
+    def trace_id(self) -> str: ...
+    @property
+    def span_id(self) -> str | None: ...
+    @property
+    def conversation_id(self) -> str: ...
+    @property
+    def service(self) -> str: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def turn_start_unix_nano(self) -> int: ...
+
+
+class EvaluationQuery(Protocol):
+    """Read side of the result store (``exporters.result_store.ResultStore``)."""
+
+    async def evaluations(self, *, metric: str | None = None, outcome: str | None = None,
+                          since: float | None = None, limit: int = 100) -> Sequence[StoredEvaluationView]: ...
+
+    async def worst_recent(self, *, since: float, limit: int = 20) -> Sequence[StoredEvaluationView]: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Query parameters
+
+
+class QueryError(ValueError):
+    """A query parameter that does not validate; ``parameter`` names it."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(f"{parameter}: {message}")
+        self.parameter = parameter
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationsQuery:
+    metric: str | None = None
+    outcome: str | None = None
+    since: float | None = None
+    limit: int = 100
+
+
+def parse_since(text: str, now: float) -> float:
+    """Unix seconds, ISO-8601 (naive = UTC) or a duration back from ``now`` → unix seconds."""
+    text = text.strip()
+    if _NUMBER.match(text):
+        value = float(text)
+    elif _DURATION_TEXT.match(text):
+        try:
+            value = now - parse_duration(text)
+        except ValueError as exc:
+            raise QueryError("since", str(exc)) from None
+    else:
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            raise QueryError("since", "expected unix seconds, an ISO-8601 time or a duration like 15m") from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        value = parsed.timestamp()
+    if not math.isfinite(value):
+        raise QueryError("since", "out of range")
+    return value
+
+
+def _limit(text: str) -> int:
+    if not _WHOLE.match(text) or not 1 <= int(text) <= MAX_LIMIT:
+        raise QueryError("limit", f"expected a whole number from 1 to {MAX_LIMIT}")
+    return int(text)
+
+
+def _single(params: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str]:
+    """The non-empty ``allowed`` parameters; unknown or repeated ones are errors (a typo such as
+    ``metrics=`` would otherwise silently widen the query)."""
+    values: dict[str, str] = {}
+    seen: set[str] = set()
+    # items(), not keys(): a multidict's keys() lists a repeated key once.
+    for key, value in params.items():
+        if key not in allowed:
+            raise QueryError(key, f"unknown parameter (allowed: {', '.join(allowed)})")
+        if key in seen:
+            raise QueryError(key, "given more than once")
+        seen.add(key)
+        if value != "":
+            values[key] = value
+    return values
+
+
+def parse_evaluations_query(params: Mapping[str, str], now: float) -> EvaluationsQuery:
+    """Validate ``/api/evaluations`` parameters. Raises :class:`QueryError`."""
+    values = _single(params, ("metric", "outcome", "since", "limit"))
+    metric = values.get("metric")
+    if metric is not None and not _METRIC_ID.match(metric):
+        raise QueryError("metric", "expected a metric id (letters, digits, _ . : -)")
+    outcome = values.get("outcome")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise QueryError("outcome", f"expected one of {' | '.join(OUTCOMES)}")
+    since = parse_since(values["since"], now) if "since" in values else None
+    limit = _limit(values["limit"]) if "limit" in values else 100
+    return EvaluationsQuery(metric, outcome, since, limit)
+
+
+@dataclass(frozen=True, slots=True)
+class WorstQuery:
+    since: float
+    limit: int = 20
+
+
+def parse_worst_query(params: Mapping[str, str], now: float, default_seconds: float) -> WorstQuery:
+    """Validate ``/api/worst`` parameters; ``since`` defaults to ``default_seconds`` back from now."""
+    values = _single(params, ("since", "limit"))
+    since = parse_since(values["since"], now) if "since" in values else now - default_seconds
+    return WorstQuery(since, _limit(values["limit"]) if "limit" in values else 20)
+
+
+# ---------------------------------------------------------------------------------------------
+# Access control
+
+
+@dataclass(frozen=True, slots=True)
+class AccessDecision:
+    allowed: bool
+    status: int = 200
+    reason: str = "ok"  # the ``reason`` of the rejected-requests counter
+    message: str = ""
+
+
+def _is_loopback_ip(text: str) -> bool:
+    try:
+        address = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def _is_loopback_host(host: str | None) -> bool:
+    if not host:
+        return False
+    name = host.strip().lower()
+    if name.startswith("["):  # [::1]:9464
+        name = name[1:].split("]", 1)[0]
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    return name in _LOOPBACK_NAMES or name.endswith(".localhost") or _is_loopback_ip(name)
+
+
+def decide_access(*, remote: str | None, host: str | None, authorization: str | None,
+                  token: bytes | None) -> AccessDecision:
+    """May a request from ``remote`` (peer IP) with these headers read conversation text?"""
+    if token is not None:
+        scheme, _, given = (authorization or "").strip().partition(" ")
+        given = given.strip()
+        # An empty configured token must not match an empty header.
+        if scheme.lower() == "bearer" and token and given and hmac.compare_digest(given.encode(), token):
+            return AccessDecision(True)
+        return AccessDecision(False, 401, "unauthenticated",
+                              "send Authorization: Bearer <admin.bearer_token>")
+    if remote is None or not _is_loopback_ip(remote):
+        return AccessDecision(False, 403, "forbidden",
+                              "the API shows conversation text: it answers loopback clients only; "
+                              "set admin.bearer_token to serve other clients")
+    if not _is_loopback_host(host):
+        return AccessDecision(False, 403, "forbidden",
+                              "address the server as localhost or 127.0.0.1, or set admin.bearer_token")
+    return AccessDecision(True)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON documents
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _window(stats: WindowStatsView) -> dict[str, Any]:
+    return {
+        "seconds": stats.seconds, "evaluations": stats.evaluations, "defects": stats.defects,
+        "errors": stats.errors, "skipped": stats.skipped, "weight": _finite(stats.weight),
+        "defect_weight": _finite(stats.defect_weight), "effective_n": _finite(stats.effective_n),
+        "defect_rate": _finite(stats.defect_rate), "lower": _finite(stats.lower),
+        "upper": _finite(stats.upper), "mean": _finite(stats.mean_score),
+    }
+
+
+def summary_document(source: SummarySource, now: float, trend_points: int = 60) -> dict[str, Any]:
+    """Build the ``/api/summary`` document. Blocking (reads the rolling counters): run in a thread."""
+    windows = tuple(sorted(source.windows, key=lambda w: w[1]))
+    per_metric = source.summary()
+    metrics: dict[str, Any] = {}
+    for metric in sorted(per_metric):
+        trend = [{"start": p.start, "evaluations": p.evaluations, "defect_rate": _finite(p.defect_rate),
+                  "mean": _finite(p.mean_score)} for p in source.trend(metric, trend_points)]
+        metrics[metric] = {"windows": {name: _window(stats) for name, stats in per_metric[metric].items()},
+                           "trend": trend}
+    longest = windows[-1][0] if windows else None
+    return {"generated_at": now, "windows": [{"name": n, "seconds": s} for n, s in windows],
+            "trend_window": longest, "metrics": metrics}
+
+
+def _excerpt(text: str, limit: int) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return text[: max(0, limit - 1)].rstrip() + "…", True
+
+
+def evaluation_item(row: StoredEvaluationView, excerpt_chars: int = 500) -> dict[str, Any]:
+    """One stored evaluation as JSON, question and answer cut to ``excerpt_chars``."""
+    question, q_cut = _excerpt(row.question, excerpt_chars)
+    answer, a_cut = _excerpt(row.answer, excerpt_chars)
+    return {
+        "id": row.id, "timestamp": row.timestamp, "metric": row.metric, "outcome": row.outcome,
+        "status": row.status, "value": _finite(row.value), "scale": [row.scale[0], row.scale[1]],
+        "label": row.label, "reason": row.reason, "error_type": row.error_type,
+        "weight": _finite(row.weight), "sampling_policy": row.sampling_policy,
+        "trace_id": row.trace_id, "span_id": row.span_id, "conversation_id": row.conversation_id,
+        "service": row.service, "labels": dict(row.labels),
+        "turn_start": row.turn_start_unix_nano / 1e9 if row.turn_start_unix_nano else None,
+        "question": question, "question_truncated": q_cut, "answer": answer, "answer_truncated": a_cut,
+    }
+
+
+def encode_json(document: Any) -> bytes:
+    """Compact UTF-8 JSON. ``allow_nan=False``: a NaN that slipped past the documents' NaN → null
+    mapping fails loudly instead of emitting invalid JSON."""
+    return json.dumps(document, allow_nan=False, ensure_ascii=False, separators=(",", ":")).encode()

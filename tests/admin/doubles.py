@@ -1,0 +1,173 @@
+"""Doubles for the admin API tests: in-memory summary and store, a running admin server, and the
+page's number formats re-done in Python (JavaScript ``toFixed`` rounds halves up)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, AsyncIterator, Sequence
+
+from prometheus_client import CollectorRegistry
+
+from exporters.stats import Z_95, wilson_interval
+from monitor.admin import AdminServer
+from monitor.config import AdminConfig
+
+NOW = 1_800_000_000.0
+HOSTILE = '<img src=x onerror="document.title=\'pwned\'"></script><script>document.title="pwned"</script>'
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    window: str
+    seconds: float
+    evaluations: int
+    defects: int
+    errors: int
+    skipped: int
+    weight: float
+    defect_weight: float
+    effective_n: float
+    defect_rate: float
+    lower: float
+    upper: float
+    mean_score: float
+
+
+def window(name: str, seconds: float, evaluations: int, defects: int, mean: float = math.nan,
+           errors: int = 0) -> Window:
+    """Unweighted stats the way the rolling counters compute them (NaN when nothing scored)."""
+    if evaluations:
+        lower, upper = wilson_interval(defects, evaluations, Z_95)
+        rate = defects / evaluations
+    else:
+        rate = lower = upper = math.nan
+    return Window(name, seconds, evaluations, defects, errors, 0, float(evaluations), float(defects),
+                  float(evaluations), rate, lower, upper, mean)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    start: float
+    evaluations: int
+    defect_rate: float
+    mean_score: float
+
+
+@dataclass
+class FakeSummary:
+    stats: dict[str, dict[str, Window]]
+    trends: dict[str, list[Point]] = field(default_factory=dict)
+    windows: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
+
+    def summary(self) -> dict[str, dict[str, Window]]:
+        return self.stats
+
+    def trend(self, metric: str, points: int = 60) -> list[Point]:
+        return self.trends.get(metric, [])
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    id: int
+    timestamp: float
+    metric: str
+    outcome: str
+    value: float | None
+    scale: tuple[float, float]
+    label: str | None
+    reason: str | None
+    status: str
+    error_type: str | None
+    weight: float
+    sampling_policy: str
+    trace_id: str
+    span_id: str | None
+    conversation_id: str
+    service: str
+    labels: dict[str, str]
+    question: str
+    answer: str
+    turn_start_unix_nano: int
+
+
+def row(id: int, metric: str = "groundedness", outcome: str = "defect", value: float | None = 1.0,
+        question: str = "Where is my parcel?", answer: str = "On the moon.", reason: str | None = "Not in context.",
+        timestamp: float = NOW - 60, scale: tuple[float, float] = (1.0, 5.0)) -> Row:
+    status = "ok" if outcome in ("pass", "defect") else outcome
+    return Row(id, timestamp, metric, outcome, value, scale, None, reason, status, None, 2.0, "probabilistic",
+               f"{id:032x}", f"{id:016x}", f"conv-{id}", "shop", {"route": "/chat"}, question, answer,
+               int((timestamp - 1) * 1e9))
+
+
+class FakeStore:
+    """Filters like the real store; records the calls; ``gate`` (when set) holds queries open."""
+
+    def __init__(self, rows: Sequence[Row], worst: Sequence[Row] | None = None) -> None:
+        self.rows = list(rows)
+        self.worst = list(rows if worst is None else worst)
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.gate: asyncio.Event | None = None
+        self.waiting = 0
+        self.arrived = asyncio.Event()
+
+    async def _hold(self) -> None:
+        if self.gate is not None:
+            self.waiting += 1
+            self.arrived.set()
+            await self.gate.wait()
+
+    async def evaluations(self, *, metric: str | None = None, outcome: str | None = None,
+                          since: float | None = None, limit: int = 100) -> list[Row]:
+        self.calls.append(("evaluations", {"metric": metric, "outcome": outcome, "since": since, "limit": limit}))
+        await self._hold()
+        rows = [r for r in self.rows if (metric is None or r.metric == metric)
+                and (outcome is None or r.outcome == outcome) and (since is None or r.timestamp >= since)]
+        return sorted(rows, key=lambda r: -r.timestamp)[:limit]
+
+    async def worst_recent(self, *, since: float, limit: int = 20) -> list[Row]:
+        self.calls.append(("worst_recent", {"since": since, "limit": limit}))
+        await self._hold()
+        return [r for r in self.worst if r.timestamp >= since][:limit]
+
+
+@asynccontextmanager
+async def admin_server(token: str | None = None, **kwargs: Any) -> AsyncIterator[AdminServer]:
+    config = AdminConfig(host="127.0.0.1", port=0, bearer_token=token)
+    server = AdminServer(config, CollectorRegistry(), lambda: True, clock=lambda: NOW, **kwargs)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.shutdown(0.0)
+
+
+def js_fixed(x: float, digits: int) -> str:
+    """``Number.prototype.toFixed``: exact binary value, halves away from zero."""
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def page_rate(x: float | None) -> str:
+    return "no data" if x is None else js_fixed(x * 100, 1) + "%"
+
+
+def page_pct(x: float) -> str:
+    return js_fixed(x * 100, 1) + "%"
+
+
+def page_mean(x: float | None) -> str:
+    return "\u2013" if x is None else js_fixed(x, 2)
+
+
+def page_num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else js_fixed(x, 2)
+
+
+def page_score(item: dict[str, Any]) -> str:
+    if item["value"] is None:
+        return f"{item['outcome']} ({item['error_type']})" if item["error_type"] else item["outcome"]
+    text = f"{page_num(item['value'])} on {page_num(item['scale'][0])}\u2013{page_num(item['scale'][1])}"
+    return f"{text} \u00b7 {item['label']}" if item["label"] else text
