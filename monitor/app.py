@@ -20,8 +20,10 @@ from typing import Sequence
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from exporters.evaluation_metrics import PrometheusJudgeTelemetry, PrometheusResults, PrometheusSamplingTelemetry
+from exporters.evaluation_events import EvaluationEvents
 from exporters.jsonl_sink import JsonlSink
 from exporters.labels import LabelPolicy
+from exporters.otlp_metrics import OtlpMetrics, rolling_readings
 from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
 from exporters.result_store import ResultStore
 from exporters.rolling import RollingCollector, RollingStats
@@ -33,6 +35,7 @@ from monitor.evaluation.registry import build_evaluators
 from monitor.evaluation.stage import EvaluationStage
 from monitor.interfaces import ResultConsumer
 from monitor.judge.client import JudgeClient
+from monitor.judge.telemetry import TeeJudgeTelemetry
 from monitor.model import Conversation, Turn
 from monitor.receivers.forward import Forwarder
 from monitor.receivers.ingest import Ingest
@@ -118,19 +121,32 @@ class Sidecar:
         self.evaluation: EvaluationStage | None = None
         self.store: ResultStore | None = None
         self.jsonl: JsonlSink | None = None
+        self.otlp_metrics: OtlpMetrics | None = None
+        self.evaluation_events: EvaluationEvents | None = None
         self._collector: ScrapeTimeCollector | None = None
 
     def _build(self) -> list[Any]:
         cfg = self.config
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rag-monitor-decode")
-        self.judge = JudgeClient(cfg.judge, telemetry=self.judge_telemetry) if cfg.judge.enabled else None
+        exp = cfg.exporters
+        # Its own label policy: same values (same results, same order), but an overflow is
+        # counted once, by the Prometheus side.
+        self.otlp_metrics = (OtlpMetrics(exp.otlp_metrics, LabelPolicy(exp.labels, exp.max_label_values),
+                                         cfg.service_name, defect_rates=rolling_readings(self.rolling),
+                                         registry_bridge=self.registry)
+                             if exp.otlp_metrics.enabled else None)
+        self.evaluation_events = (EvaluationEvents(exp.evaluation_events, cfg.service_name, self.telemetry)
+                                  if exp.evaluation_events.enabled else None)
+        judge_telemetry = (TeeJudgeTelemetry(self.judge_telemetry, self.otlp_metrics)
+                           if self.otlp_metrics else self.judge_telemetry)
+        self.judge = JudgeClient(cfg.judge, telemetry=judge_telemetry) if cfg.judge.enabled else None
         sampler = build_sampler(cfg.sampling, time.monotonic, self.sampling_telemetry)
         sampling = SamplingStage(sampler, max_conversations=cfg.sampling.max_conversations,
                                  telemetry=self.sampling_telemetry)
-        exp = cfg.exporters
         self.store = ResultStore(exp.store, self.telemetry) if exp.store.enabled else None
         self.jsonl = JsonlSink(exp.jsonl, self.telemetry) if exp.jsonl.path else None
-        sinks = tuple(c for c in (self.store, self.jsonl) if c is not None)
+        sinks = tuple(c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events)
+                      if c is not None)
         self.evaluation = EvaluationStage(
             sampling, build_evaluators(cfg.evaluation, self.judge),
             (self.results, self.rolling, *sinks, *self._extra_consumers),
@@ -155,14 +171,18 @@ class Sidecar:
             queues["store"] = ((lambda: store.queue_depth), exp.store.queue_size)
         if jsonl:
             queues["jsonl"] = ((lambda: jsonl.queue_depth), exp.jsonl.queue_size)
+        events = self.evaluation_events
+        if events:
+            queues["evaluation_events"] = ((lambda: events.queue_depth), events.queue_capacity)
         assembler, conversations = self.assembler, self.conversations
         self._collector = ScrapeTimeCollector(queues, lambda: assembler.pending_traces,
                                               lambda: assembler.pending_spans,
                                               lambda: conversations.open_conversations)
         self.registry.register(self._collector)
         # Downstream first: the store before the admin server that queries it.
-        return [c for c in (self.store, self.jsonl, self.admin, self.judge, self.evaluation, self.conversations, self.assembler,
-                            self.forwarder, self.grpc, self.http) if c is not None]
+        return [c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events, self.admin,
+                            self.judge, self.evaluation, self.conversations, self.assembler, self.forwarder,
+                            self.grpc, self.http) if c is not None]
 
     async def _refill_windows(self, store: ResultStore) -> None:
         # After a restart the rolling windows would read "no data" for up to an hour; the

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["JudgeTelemetry", "NullJudgeTelemetry", "RecordingJudgeTelemetry"]
+__all__ = ["JudgeTelemetry", "NullJudgeTelemetry", "RecordingJudgeTelemetry", "TeeJudgeTelemetry"]
 
 
 class JudgeTelemetry(Protocol):
@@ -134,3 +134,38 @@ class RecordingJudgeTelemetry:
             result["ok"] -= n
             result[outcome] += n
         return +result
+
+
+class TeeJudgeTelemetry:
+    """Reports to several sinks (Prometheus and OTLP): the judge client takes one."""
+
+    def __init__(self, *sinks: JudgeTelemetry) -> None:
+        self._sinks = sinks
+
+    def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
+        for s in self._sinks:
+            s.call_finished(metric, outcome, duration_seconds)
+
+    def reply_rejected(self, metric: str, outcome: str) -> None:
+        for s in self._sinks:
+            s.reply_rejected(metric, outcome)
+
+    def attempt_failed(self, metric: str, outcome: str) -> None:
+        for s in self._sinks:
+            s.attempt_failed(metric, outcome)
+
+    def tokens(self, metric: str, kind: str, count: int) -> None:
+        for s in self._sinks:
+            s.tokens(metric, kind, count)
+
+    def circuit_state(self, state: str) -> None:
+        for s in self._sinks:
+            s.circuit_state(state)
+
+    def budget_waited(self, limiter: str, seconds: float) -> None:
+        for s in self._sinks:
+            s.budget_waited(limiter, seconds)
+
+    def budget_shed(self, limiter: str) -> None:
+        for s in self._sinks:
+            s.budget_shed(limiter)
