@@ -13,11 +13,16 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from monitor.config import MonitorConfig, load_config
 from monitor.errors import ConfigError, DecodeError, PayloadTooLarge
+
+if TYPE_CHECKING:
+    from monitor.demo.live_table import TerminalView
+    from monitor.demo.run import DemoOptions
 
 EXIT_RUNTIME = 1
 EXIT_CONFIG = 2
@@ -54,10 +59,8 @@ def serve(config_path: str | None) -> None:
         sys.exit(EXIT_RUNTIME)
 
 
-async def _serve(config: MonitorConfig) -> None:
-    from monitor.app import Sidecar
-
-    stop = asyncio.Event()
+def _stop_on_signals(stop: asyncio.Event, deadline_seconds: float) -> None:
+    """The first SIGTERM/SIGINT sets ``stop``; a second one exits at once with EXIT_FORCED."""
     loop = asyncio.get_running_loop()
     signals_seen = 0
 
@@ -67,14 +70,21 @@ async def _serve(config: MonitorConfig) -> None:
         if signals_seen > 1:
             log.warning("second signal: exiting now")
             os._exit(EXIT_FORCED)
-        log.info("signal %s: shutting down (deadline %.0fs)", signal.Signals(signum).name,
-                 config.shutdown_deadline_seconds)
+        log.info("signal %s: shutting down (deadline %.0fs)", signal.Signals(signum).name, deadline_seconds)
         stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal, sig)
+
+
+async def _serve(config: MonitorConfig) -> None:
+    from monitor.app import Sidecar, freeze_startup_heap
+
+    stop = asyncio.Event()
+    _stop_on_signals(stop, config.shutdown_deadline_seconds)
     sidecar = Sidecar(config)
     await sidecar.start()
+    freeze_startup_heap()
     log.info("rag-monitor ready: OTLP/HTTP %s:%s, OTLP/gRPC %s:%s, admin http://%s:%s/metrics",
              config.receivers.http.host, sidecar.http.port if sidecar.http else "-",
              config.receivers.grpc.host, sidecar.grpc.port if sidecar.grpc else "-",
@@ -82,6 +92,66 @@ async def _serve(config: MonitorConfig) -> None:
     await stop.wait()
     await sidecar.shutdown()
     log.info("stopped")
+
+
+@main.command()
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="YAML config file (default: embedded defaults; env RAG_MONITOR_CONFIG).")
+@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Stop after this long (default: run until Ctrl-C).")
+@click.option("--rate", type=click.FloatRange(min=0.1, max=1000), default=5.0, show_default=True,
+              help="Turns per second the sample app sends.")
+@click.option("--regression-at", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="When the retriever starts returning wrong documents (default: a third of --duration, or 60).")
+@click.option("--admin-port", type=click.IntRange(0, 65535), default=None,
+              help="Status page, /api and /metrics port (default: admin.port, 9464; 0 = any free port).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the scripted traffic.")
+@click.option("--linger", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="SECONDS",
+              help="With --duration: keep the admin server up this long after the final summary.")
+def demo(config_path: str | None, duration: float | None, rate: float, regression_at: float | None,
+         admin_port: int | None, seed: int, linger: float) -> None:
+    """Run the sidecar with a sample RAG app sending it traffic, and inject a regression midway.
+
+    A live table shows each metric's rolling defect rate; the status page is on the admin port.
+    Ctrl-C (or SIGTERM) stops it cleanly, like serve: exit 0; a second one forces 130.
+    """
+    import tempfile
+
+    from monitor.demo.live_table import TerminalView
+    from monitor.demo.run import DemoOptions
+    from monitor.demo.settings import demo_config
+
+    if regression_at is not None and duration is not None and regression_at >= duration:
+        raise click.BadParameter("must be less than --duration", param_hint="--regression-at")
+    base = _load(config_path)
+    # The live table is the demo's output; the sidecar's INFO lines would scroll it away.
+    level = base.log_level if "log_level" in base.model_fields_set else "WARNING"
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    options = DemoOptions(duration_seconds=duration, rate_per_second=rate, regression_at_seconds=regression_at,
+                          seed=seed, linger_seconds=linger, refresh_seconds=1.0 if sys.stdout.isatty() else 5.0,
+                          freeze_heap=True)
+    with tempfile.TemporaryDirectory(prefix="rag-monitor-demo-") as scratch:
+        try:
+            config, notes = demo_config(base, admin_port=admin_port, scratch_dir=Path(scratch))
+        except ConfigError as exc:
+            click.echo(f"rag-monitor: {exc}", err=True)
+            sys.exit(EXIT_CONFIG)
+        view = TerminalView(sys.stdout, live=sys.stdout.isatty())
+        try:
+            asyncio.run(_demo(config, options, view, notes))
+        except OSError as exc:
+            click.echo(f"rag-monitor: cannot start: {exc}", err=True)
+            sys.exit(EXIT_RUNTIME)
+    # Ctrl-C is the normal way to end an unbounded demo: a clean stop exits 0, as serve does.
+
+
+async def _demo(config: MonitorConfig, options: "DemoOptions", view: "TerminalView", notes: list[str]) -> bool:
+    from monitor.demo.run import run_demo
+
+    stop = asyncio.Event()
+    _stop_on_signals(stop, config.shutdown_deadline_seconds)
+    outcome = await run_demo(config, options, stop=stop, view=view, notes=notes)
+    return outcome.interrupted
 
 
 @main.command()
