@@ -1,0 +1,233 @@
+{{/*
+The alert rules, written once: the PrometheusRule renders them and hack/gen_rules.py writes the
+same groups (default values) to alerts/rag-monitor-rules.yaml for Prometheus without the
+operator. docs/runbooks.md has one section per alert (the runbook_url anchors).
+
+Counters are summed across replicas by `alerts.groupBy` (one rag-monitor deployment) before any
+ratio is taken; every alert has a guard on the number of evaluations, calls or spans behind it,
+so a handful of samples never pages anyone. Output: a YAML list of rule groups.
+*/}}
+
+{{/* A label-matcher block from (list $ctx "m1" "m2" ...): `{m1,m2,<seriesSelector>}`, or "". */}}
+{{- define "rag-monitor.alerts.sel" -}}
+{{- $ctx := first . -}}
+{{- $all := list -}}
+{{- range rest . }}{{ if . }}{{ $all = append $all . }}{{ end }}{{ end -}}
+{{- with $ctx.Values.alerts.seriesSelector }}{{ $all = append $all . }}{{ end -}}
+{{- if $all }}{{ printf "{%s}" (join "," $all) }}{{ end -}}
+{{- end -}}
+
+{{/* labels: + annotations: of a rule from (dict "ctx" $ "a" <alert values> "name" "..." "summary" "..."
+"description" "..." ["metric" "..."]). */}}
+{{- define "rag-monitor.alerts.meta" -}}
+labels:
+  severity: {{ .a.severity }}
+  {{- with .metric }}
+  # Rules that differ only by metric need it statically too (promtool flags them as duplicates).
+  metric: {{ . }}
+  {{- end }}
+  {{- with .ctx.Values.alerts.additionalLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+annotations:
+  summary: {{ .summary | quote }}
+  description: {{ .description | quote }}
+  runbook_url: {{ printf "%s#%s" .ctx.Values.alerts.runbookBaseUrl (lower .name) | quote }}
+{{- end -}}
+
+{{/* The weighted defect rate of `outcome` over a window: defect / (pass + defect); 0 when
+there is no defect series yet, so a baseline without defects still compares. */}}
+{{- define "rag-monitor.alerts.defectRate" -}}
+{{- $by := .by -}}
+(
+  sum by ({{ $by }}) (rate(rag_monitor_evaluation_weight_total{{ include "rag-monitor.alerts.sel" (list .ctx .metric "outcome=\"defect\"") }}{{ .range }}))
+  or
+  0 * sum by ({{ $by }}) (rate(rag_monitor_evaluation_weight_total{{ include "rag-monitor.alerts.sel" (list .ctx .metric "outcome=\"pass\"") }}{{ .range }}))
+)
+/
+sum by ({{ $by }}) (rate(rag_monitor_evaluation_weight_total{{ include "rag-monitor.alerts.sel" (list .ctx .metric "outcome=~\"pass|defect\"") }}{{ .range }}))
+{{- end -}}
+
+{{- define "rag-monitor.alerts.evaluationGroup" -}}
+{{- $ctx := . -}}
+{{- $al := .Values.alerts -}}
+{{- $by := join ", " (concat $al.groupBy (list "service" "metric") $al.evaluationLabels) -}}
+{{- $scored := "outcome=~\"pass|defect\"" -}}
+{{- if $al.safetyDefectRate.enabled }}
+{{- $a := $al.safetyDefectRate }}
+{{- range $metric, $threshold := $a.thresholds }}
+{{- $m := printf "metric=%q" $metric }}
+- alert: RagMonitorSafetyDefectRateHigh
+  expr: |-
+    (
+      sum by ({{ $by }}) (rate(rag_monitor_evaluation_weight_total{{ include "rag-monitor.alerts.sel" (list $ctx $m "outcome=\"defect\"") }}[{{ $a.window }}]))
+      /
+      sum by ({{ $by }}) (rate(rag_monitor_evaluation_weight_total{{ include "rag-monitor.alerts.sel" (list $ctx $m $scored) }}[{{ $a.window }}]))
+    ) > {{ $threshold }}
+    and on ({{ $by }})
+    sum by ({{ $by }}) (increase(rag_monitor_evaluations_total{{ include "rag-monitor.alerts.sel" (list $ctx $m $scored) }}[{{ $a.window }}])) >= {{ $a.minEvaluations }}
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorSafetyDefectRateHigh" "metric" $metric
+       "summary" (printf "{{ $labels.service }}: %s defect rate {{ $value | humanizePercentage }} over %s" $metric $a.window)
+       "description" (printf "The population (weighted) defect rate of the safety metric %s for service {{ $labels.service }} has been above %v over the last %s (at least %v scored evaluations across replicas)." $metric $threshold $a.window $a.minEvaluations)) | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- if $al.qualityRegression.enabled }}
+{{- $a := $al.qualityRegression }}
+{{- $m := printf "metric=~%q" (join "|" $a.metrics) }}
+{{- $cur := printf "[%s]" $a.window }}
+{{- $base := printf "[%s] offset %s" $a.baselineWindow $a.baselineOffset }}
+{{- $guard := printf "and on (%s)\nsum by (%s) (increase(rag_monitor_score_count%s%s)) >= %v\nand on (%s)\nsum by (%s) (increase(rag_monitor_score_count%s%s)) >= %v" $by $by (include "rag-monitor.alerts.sel" (list $ctx $m)) $cur $a.minEvaluations $by $by (include "rag-monitor.alerts.sel" (list $ctx $m)) $base $a.minBaselineEvaluations }}
+- alert: RagMonitorQualityScoreRegressed
+  expr: |-
+    (
+      sum by ({{ $by }}) (rate(rag_monitor_score_sum{{ include "rag-monitor.alerts.sel" (list $ctx $m) }}{{ $cur }}))
+      /
+      sum by ({{ $by }}) (rate(rag_monitor_score_count{{ include "rag-monitor.alerts.sel" (list $ctx $m) }}{{ $cur }}))
+    )
+    < (1 - {{ $a.scoreDropRatio }}) *
+    (
+      sum by ({{ $by }}) (rate(rag_monitor_score_sum{{ include "rag-monitor.alerts.sel" (list $ctx $m) }}{{ $base }}))
+      /
+      sum by ({{ $by }}) (rate(rag_monitor_score_count{{ include "rag-monitor.alerts.sel" (list $ctx $m) }}{{ $base }}))
+    )
+    {{- $guard | nindent 4 }}
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorQualityScoreRegressed"
+       "summary" "{{ $labels.service }}: mean {{ $labels.metric }} fell to {{ $value | printf \"%.3g\" }}"
+       "description" (printf "The mean %s score of {{ $labels.service }} over the last %s fell below (1 - %v) times its baseline (the %s ending %s ago); at least %v evaluations in each window." "{{ $labels.metric }}" $a.window $a.scoreDropRatio $a.baselineWindow $a.baselineOffset $a.minEvaluations)) | nindent 2 }}
+- alert: RagMonitorQualityDefectRateRegressed
+  expr: |-
+    (
+      {{- include "rag-monitor.alerts.defectRate" (dict "ctx" $ctx "by" $by "metric" $m "range" $cur) | nindent 6 }}
+    )
+    > (
+      {{- include "rag-monitor.alerts.defectRate" (dict "ctx" $ctx "by" $by "metric" $m "range" $base) | nindent 6 }}
+    ) + {{ $a.defectRateIncrease }}
+    {{- $guard | nindent 4 }}
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorQualityDefectRateRegressed"
+       "summary" "{{ $labels.service }}: {{ $labels.metric }} defect rate rose to {{ $value | humanizePercentage }}"
+       "description" (printf "The weighted %s defect rate of {{ $labels.service }} over the last %s exceeds its baseline (%s ending %s ago) by more than %v; at least %v evaluations in each window." "{{ $labels.metric }}" $a.window $a.baselineWindow $a.baselineOffset $a.defectRateIncrease $a.minEvaluations)) | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "rag-monitor.alerts.judgeGroup" -}}
+{{- $ctx := . -}}
+{{- $al := .Values.alerts -}}
+{{- $by := join ", " $al.groupBy -}}
+{{- $made := "outcome!~\"circuit_open|budget_exhausted\"" -}}
+{{- if $al.judgeErrors.enabled }}
+{{- $a := $al.judgeErrors }}
+- alert: RagMonitorJudgeErrorRateHigh
+  expr: |-
+    sum by ({{ $by }}) (rate(rag_monitor_judge_requests_total{{ include "rag-monitor.alerts.sel" (list $ctx (printf "outcome=~%q" (join "|" $a.outcomes))) }}[{{ $a.window }}]))
+    /
+    sum by ({{ $by }}) (rate(rag_monitor_judge_requests_total{{ include "rag-monitor.alerts.sel" (list $ctx $made) }}[{{ $a.window }}]))
+    > {{ $a.threshold }}
+    and on ({{ $by }})
+    sum by ({{ $by }}) (increase(rag_monitor_judge_requests_total{{ include "rag-monitor.alerts.sel" (list $ctx $made) }}[{{ $a.window }}])) >= {{ $a.minRequests }}
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorJudgeErrorRateHigh"
+       "summary" "{{ $labels.job }}: {{ $value | humanizePercentage }} of judge calls fail"
+       "description" (printf "More than %v of the judge calls made over the last %s ended in %s (at least %v calls across replicas): those turns get error outcomes, not scores." $a.threshold $a.window (join ", " $a.outcomes) $a.minRequests)) | nindent 2 }}
+{{- end }}
+{{- if $al.judgeBudgetExhausted.enabled }}
+{{- $a := $al.judgeBudgetExhausted }}
+- alert: RagMonitorJudgeBudgetExhausted
+  expr: |-
+    sum by ({{ $by }}) (rate(rag_monitor_judge_requests_total{{ include "rag-monitor.alerts.sel" (list $ctx "outcome=\"budget_exhausted\"") }}[{{ $a.window }}]))
+    /
+    sum by ({{ $by }}) (rate(rag_monitor_judge_requests_total{{ include "rag-monitor.alerts.sel" (list $ctx) }}[{{ $a.window }}]))
+    > {{ $a.threshold }}
+    and on ({{ $by }})
+    sum by ({{ $by }}) (increase(rag_monitor_judge_requests_total{{ include "rag-monitor.alerts.sel" (list $ctx) }}[{{ $a.window }}])) >= {{ $a.minRequests }}
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorJudgeBudgetExhausted"
+       "summary" "{{ $labels.job }}: {{ $value | humanizePercentage }} of judge calls refused for budget"
+       "description" (printf "More than %v of the judge calls over the last %s were refused because the requests/tokens-per-minute budget had no room (at least %v calls across replicas): sampled turns go unevaluated." $a.threshold $a.window $a.minRequests)) | nindent 2 }}
+{{- end }}
+{{- if $al.judgeCircuitOpen.enabled }}
+{{- $a := $al.judgeCircuitOpen }}
+- alert: RagMonitorJudgeCircuitOpen
+  expr: |-
+    max by ({{ $by }}) (min_over_time(rag_monitor_judge_circuit_open{{ include "rag-monitor.alerts.sel" (list $ctx) }}[{{ $a.window }}])) > 0
+    and on ({{ $by }})
+    sum by ({{ $by }}) (increase(rag_monitor_judge_requests_total{{ include "rag-monitor.alerts.sel" (list $ctx) }}[{{ $a.window }}])) >= {{ $a.minRequests }}
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorJudgeCircuitOpen"
+       "summary" "{{ $labels.job }}: judge circuit breaker open"
+       "description" (printf "On at least one replica the judge circuit breaker has not closed for %s (and at least %v judge calls were attempted): judge metrics are not being computed." $a.window $a.minRequests)) | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "rag-monitor.alerts.pipelineGroup" -}}
+{{- $ctx := . -}}
+{{- $al := .Values.alerts -}}
+{{- $by := join ", " $al.groupBy -}}
+{{- if $al.spansDropped.enabled }}
+{{- $a := $al.spansDropped }}
+- alert: RagMonitorSpansDropped
+  expr: |-
+    sum by ({{ $by }}) (rate(rag_monitor_spans_dropped_total{{ include "rag-monitor.alerts.sel" (list $ctx) }}[{{ $a.window }}]))
+    /
+    sum by ({{ $by }}) (rate(rag_monitor_spans_received_total{{ include "rag-monitor.alerts.sel" (list $ctx) }}[{{ $a.window }}]))
+    > {{ $a.threshold }}
+    and on ({{ $by }})
+    sum by ({{ $by }}) (increase(rag_monitor_spans_received_total{{ include "rag-monitor.alerts.sel" (list $ctx) }}[{{ $a.window }}])) >= {{ $a.minSpans }}
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorSpansDropped"
+       "summary" "{{ $labels.job }}: {{ $value | humanizePercentage }} of received spans dropped"
+       "description" (printf "More than %v of the spans received over the last %s were dropped (see rag_monitor_spans_dropped_total by reason; at least %v spans received): turns are lost or incomplete." $a.threshold $a.window $a.minSpans)) | nindent 2 }}
+{{- end }}
+{{- if $al.noSpansReceived.enabled }}
+{{- $a := $al.noSpansReceived }}
+- alert: RagMonitorNoSpansReceived
+  expr: |-
+    (
+      count by ({{ $by }}) (rag_monitor_pending_traces{{ include "rag-monitor.alerts.sel" (list $ctx) }})
+      and on ({{ $by }})
+      count by ({{ $by }}) (rag_monitor_pending_traces{{ include "rag-monitor.alerts.sel" (list $ctx) }} offset {{ $a.window }})
+    )
+    unless on ({{ $by }})
+    sum by ({{ $by }}) (increase(rag_monitor_spans_received_total{{ include "rag-monitor.alerts.sel" (list $ctx) }}[{{ $a.window }}])) > 0
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorNoSpansReceived"
+       "summary" (printf "{{ $labels.job }}: no spans received for %s" $a.window)
+       "description" (printf "rag-monitor has been up (scraped) for at least %s and received no span in that time: the app is idle, or its OTLP exporter no longer reaches rag-monitor." $a.window)) | nindent 2 }}
+{{- end }}
+{{- if $al.evaluationQueueSaturated.enabled }}
+{{- $a := $al.evaluationQueueSaturated }}
+- alert: RagMonitorEvaluationQueueSaturated
+  expr: |-
+    max by ({{ $by }}) (
+      avg_over_time(rag_monitor_queue_depth{{ include "rag-monitor.alerts.sel" (list $ctx "queue=\"evaluation\"") }}[{{ $a.window }}])
+      /
+      max_over_time(rag_monitor_queue_capacity{{ include "rag-monitor.alerts.sel" (list $ctx "queue=\"evaluation\"") }}[{{ $a.window }}])
+    ) >= {{ $a.fillRatio }}
+    and on ({{ $by }})
+    sum by ({{ $by }}) (increase(rag_monitor_sampling_decisions_total{{ include "rag-monitor.alerts.sel" (list $ctx "decision=\"sampled\"") }}[{{ $a.window }}])) >= {{ $a.minSampled }}
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorEvaluationQueueSaturated"
+       "summary" "{{ $labels.job }}: evaluation queue {{ $value | humanizePercentage }} full"
+       "description" (printf "On at least one replica the evaluation queue was on average at least %v full over the last %s (at least %v conversations sampled): sampled turns are being dropped (rag_monitor_queue_dropped_total{queue=\"evaluation\"})." $a.fillRatio $a.window $a.minSampled)) | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The groups, leaving out any with no enabled rule. */}}
+{{- define "rag-monitor.alertGroups" -}}
+{{- $groups := list
+      (list "rag-monitor.evaluation" (include "rag-monitor.alerts.evaluationGroup" .))
+      (list "rag-monitor.judge" (include "rag-monitor.alerts.judgeGroup" .))
+      (list "rag-monitor.pipeline" (include "rag-monitor.alerts.pipelineGroup" .)) -}}
+{{- $any := false -}}
+{{- range $g := $groups }}
+{{- with trim (index $g 1) }}
+{{- $any = true }}
+- name: {{ index $g 0 }}
+  rules:
+    {{- . | nindent 4 }}
+{{- end }}
+{{- end }}
+{{- if not $any }}[]{{ end -}}
+{{- end -}}
