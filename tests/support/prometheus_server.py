@@ -62,6 +62,7 @@ class PrometheusServer:
             "rule_files": self.rule_files,
             "scrape_configs": [{"job_name": "rag-monitor", "static_configs": [{"targets": self.targets}]}],
         }
+        self.workdir.mkdir(parents=True, exist_ok=True)
         cfg_path = self.workdir / "prometheus.yml"
         cfg_path.write_text(yaml.safe_dump(config))
         self.port = _free_port()
