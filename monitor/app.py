@@ -1,9 +1,10 @@
 """Composition root: the only module that wires concrete stages together.
 
-Start order is downstream-first (admin → judge → evaluation → conversations → assembler →
-forwarder → receivers), so nothing is accepted before its consumer runs; shutdown is
-upstream-first under one deadline: stop listening, assemble what is pending, close
-conversations, finish queued evaluations, close the judge client.
+Start order is downstream-first (result store and sinks → OTLP exporters → admin → judge →
+evaluation → conversations → assembler → forwarder → receivers), so nothing is accepted before
+its consumer runs; shutdown is upstream-first under one deadline: stop listening, assemble what
+is pending, close conversations, finish queued evaluations, close the judge client, flush the
+exporters and the store.
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
 import time
-from typing import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
 
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
