@@ -21,12 +21,13 @@ import logging
 import math
 import os
 import time
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Protocol, Sequence
 
+from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import JsonlConfig
+from monitor.eval_report import score_record as eval_score_record
 from monitor.model import EvaluationResult, Score
 
 __all__ = ["JsonlTelemetry", "JsonlSink", "result_record", "score_record"]
@@ -46,22 +47,8 @@ def _number(value: float | None) -> float | None:
 
 
 def score_record(score: Score) -> dict[str, Any]:
-    """One score, keyed as in ``rag-monitor eval`` output."""
-    usage = score.usage
-    return {
-        "metric": score.metric,
-        "outcome": score.outcome,
-        "status": score.status,
-        "value": _number(score.value),
-        "scale": list(score.scale),
-        "defect": score.defect,
-        "label": score.label,
-        "reason": score.reason,
-        "error_type": score.error_type,
-        "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                  "latency_seconds": round(usage.latency_seconds, 6), "calls": usage.calls},
-        "details": dict(score.details),
-    }
+    """One score, keyed as in ``rag-monitor eval`` output (its record, with NaN/Inf as null)."""
+    return {**eval_score_record(score), "value": _number(score.value)}
 
 
 def result_record(result: EvaluationResult, timestamp: float) -> dict[str, Any]:
@@ -131,7 +118,7 @@ def _encode(batch: Sequence[tuple[float, EvaluationResult]]) -> list[bytes]:
             for ts, r in batch]
 
 
-class JsonlSink:
+class JsonlSink(BatchWriter):
     """``Component`` + ``ResultConsumer`` writing one JSON line per result (see module doc)."""
 
     def __init__(self, config: JsonlConfig, telemetry: JsonlTelemetry, clock: Callable[[], float] = time.time, *,
@@ -140,35 +127,17 @@ class JsonlSink:
             raise ValueError("exporters.jsonl.path is not set")
         if batch_size <= 0 or flush_interval_seconds <= 0:
             raise ValueError("batch_size and flush_interval_seconds must be positive")
+        super().__init__("jsonl", telemetry, clock, capacity=config.queue_size, batch_size=batch_size,
+                         flush_interval=flush_interval_seconds, log=log, label="jsonl sink")
         self._config = config
         self._telemetry = telemetry
-        self._clock = clock
-        self._batch_size = batch_size
-        self._flush_interval = flush_interval_seconds
         self._file = _RotatingFile(Path(config.path), config.max_bytes)
-        self._queue: deque[tuple[float, EvaluationResult]] = deque()
-        self._wake = asyncio.Event()
-        self._accepting = True
         self._pool: ThreadPoolExecutor | None = None
-        self._task: asyncio.Task[None] | None = None
         self._failing = False
-
-    @property
-    def queue_depth(self) -> int:
-        return len(self._queue)
-
-    def consume_result(self, result: EvaluationResult) -> None:
-        """Queue ``result``; drops and counts it (queue ``jsonl``) when full or shut down."""
-        if not self._accepting or len(self._queue) >= self._config.queue_size:
-            self._telemetry.queue_dropped("jsonl", 1)
-            return
-        self._queue.append((self._clock(), result))
-        if len(self._queue) >= self._batch_size:
-            self._wake.set()
 
     async def start(self) -> None:
         """Open (append to) the file and start the writer."""
-        if self._task is not None:
+        if self._writer_running:
             return
         pool = ThreadPoolExecutor(1, thread_name_prefix="rag-monitor-jsonl")
         try:
@@ -177,54 +146,31 @@ class JsonlSink:
             pool.shutdown(wait=False)
             raise OSError(f"exporters.jsonl.path={self._config.path!r}: cannot open: {exc}") from exc
         self._pool = pool
-        self._accepting = True
-        self._wake = asyncio.Event()
-        self._task = asyncio.create_task(self._run(), name="rag-monitor-jsonl-writer")
+        self._start_writer()
 
     async def shutdown(self, deadline: float) -> None:
         """Stop accepting, write what is queued until ``deadline`` (``loop.time()``), close."""
-        self._accepting = False
-        task, self._task = self._task, None
-        if task is None:
+        if not await self._stop_writer(deadline):
             return
-        loop = asyncio.get_running_loop()
-        self._wake.set()
-        try:
-            await asyncio.wait_for(task, max(0.0, deadline - loop.time()))
-        except TimeoutError:
-            log.warning("jsonl sink: shutdown deadline reached with %d results unwritten", len(self._queue))
-        if self._queue:
-            self._telemetry.queue_dropped("jsonl", len(self._queue))
-            self._queue.clear()
         pool, self._pool = self._pool, None
         assert pool is not None
+        loop = asyncio.get_running_loop()
         await loop.run_in_executor(pool, self._file.close)  # after any batch still being written
         pool.shutdown(wait=False)
 
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while self._accepting or self._queue:
-            if self._accepting and len(self._queue) < self._batch_size:
-                self._wake.clear()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), self._flush_interval)
-                except TimeoutError:
-                    pass
-            batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
-            if not batch:
-                continue
-            try:
-                await loop.run_in_executor(self._pool, self._write, batch)
-            except Exception as exc:  # disk full, permissions, a value json cannot take: count, go on
-                self._telemetry.jsonl_write_failed(len(batch))
-                if not self._failing:  # once per burst
-                    self._failing = True
-                    log.error("jsonl sink: writing to %s failed (%s); results are lost until it recovers",
-                              self._config.path, exc)
-                continue
-            if self._failing:
-                self._failing = False
-                log.warning("jsonl sink: writes to %s recovered", self._config.path)
+    async def _write_batch(self, batch: Batch) -> None:
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._pool, self._write, batch)
+        except Exception as exc:  # disk full, permissions, a value json cannot take: count, go on
+            self._telemetry.jsonl_write_failed(len(batch))
+            if not self._failing:  # once per burst
+                self._failing = True
+                log.error("jsonl sink: writing to %s failed (%s); results are lost until it recovers",
+                          self._config.path, exc)
+            return
+        if self._failing:
+            self._failing = False
+            log.warning("jsonl sink: writes to %s recovered", self._config.path)
 
     def _write(self, batch: Sequence[tuple[float, EvaluationResult]]) -> None:
         try:

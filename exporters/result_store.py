@@ -27,12 +27,12 @@ import logging
 import math
 import sqlite3
 import time
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Collection, Protocol, Sequence
 
+from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import StoreConfig
 from monitor.model import EvaluationResult
 
@@ -211,7 +211,7 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
         raise
 
 
-def _write_batch(conn: sqlite3.Connection, batch: Sequence[tuple[float, EvaluationResult]], max_chars: int) -> None:
+def _insert_batch(conn: sqlite3.Connection, batch: Sequence[tuple[float, EvaluationResult]], max_chars: int) -> None:
     """Insert ``batch`` in one transaction (all of it or none)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -276,7 +276,7 @@ def _enforce_size(conn: sqlite3.Connection, max_bytes: int) -> int:
     return deleted
 
 
-class ResultStore:
+class ResultStore(BatchWriter):
     """``Component`` + ``ResultConsumer``: keeps evaluation results in SQLite (see module doc).
 
     ``higher_is_worse`` names the metrics whose value grows with risk (it orders
@@ -288,38 +288,23 @@ class ResultStore:
                  retention_interval_seconds: float = 60.0) -> None:
         if retention_interval_seconds <= 0:
             raise ValueError("retention_interval_seconds must be positive")
+        super().__init__("store", telemetry, clock, capacity=config.queue_size, batch_size=config.batch_size,
+                         flush_interval=config.flush_interval_seconds, log=log, label="result store")
         self._config = config
         self._telemetry = telemetry
-        self._clock = clock
         self._risk_metrics = tuple(sorted(higher_is_worse))
         self._retention_interval = retention_interval_seconds
-        self._queue: deque[tuple[float, EvaluationResult]] = deque()
-        self._wake = asyncio.Event()
-        self._accepting = True
+        self._next_retention = 0.0
         self._writer_pool: ThreadPoolExecutor | None = None
         self._reader_pool: ThreadPoolExecutor | None = None
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
-        self._task: asyncio.Task[None] | None = None
         self._failing = False
         self._lost_in_burst = 0
 
-    @property
-    def queue_depth(self) -> int:
-        return len(self._queue)
-
-    def consume_result(self, result: EvaluationResult) -> None:
-        """Queue ``result`` for writing; drops and counts it when the queue is full or closed."""
-        if not self._accepting or len(self._queue) >= self._config.queue_size:
-            self._telemetry.queue_dropped("store", 1)
-            return
-        self._queue.append((self._clock(), result))
-        if len(self._queue) >= self._config.batch_size:
-            self._wake.set()
-
     async def start(self) -> None:
         """Open or create the database, apply retention once, start the writer."""
-        if self._task is not None:
+        if self._writer_running:
             return
         loop = asyncio.get_running_loop()
         cfg = self._config
@@ -337,9 +322,8 @@ class ResultStore:
             reader_pool.shutdown(wait=False)
             raise
         self._writer_pool, self._reader_pool = writer_pool, reader_pool
-        self._accepting = True
-        self._wake = asyncio.Event()
-        self._task = asyncio.create_task(self._run(), name="rag-monitor-store-writer")
+        self._next_retention = loop.time() + self._retention_interval
+        self._start_writer()
 
     def _open_reader(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._config.path, isolation_level=None, check_same_thread=False)
@@ -349,19 +333,9 @@ class ResultStore:
 
     async def shutdown(self, deadline: float) -> None:
         """Stop accepting, write what is queued until ``deadline`` (``loop.time()``), close."""
-        self._accepting = False
-        task, self._task = self._task, None
-        if task is None:
+        if not await self._stop_writer(deadline):
             return
         loop = asyncio.get_running_loop()
-        self._wake.set()
-        try:
-            await asyncio.wait_for(task, max(0.0, deadline - loop.time()))
-        except TimeoutError:
-            log.warning("result store: shutdown deadline reached with %d results unwritten", len(self._queue))
-        if self._queue:
-            self._telemetry.queue_dropped("store", len(self._queue))
-            self._queue.clear()
         writer_pool, reader_pool = self._writer_pool, self._reader_pool
         self._writer_pool = self._reader_pool = None
         assert writer_pool is not None and reader_pool is not None
@@ -375,25 +349,14 @@ class ResultStore:
         writer_pool.shutdown(wait=False)
         reader_pool.shutdown(wait=False)
 
-    async def _run(self) -> None:
+    async def _after_batch(self) -> None:
+        # Retention shares the writer thread, so it never runs inside a batch's transaction.
         loop = asyncio.get_running_loop()
-        cfg = self._config
-        next_retention = loop.time() + self._retention_interval
-        while self._accepting or self._queue:
-            if self._accepting and len(self._queue) < cfg.batch_size:
-                self._wake.clear()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), cfg.flush_interval_seconds)
-                except TimeoutError:
-                    pass
-            batch = [self._queue.popleft() for _ in range(min(cfg.batch_size, len(self._queue)))]
-            if batch:
-                await self._write(batch)
-            if loop.time() >= next_retention:
-                next_retention = loop.time() + self._retention_interval
-                await self._in_writer(self._retention)
+        if loop.time() >= self._next_retention:
+            self._next_retention = loop.time() + self._retention_interval
+            await self._in_writer(self._retention)
 
-    async def _write(self, batch: list[tuple[float, EvaluationResult]]) -> None:
+    async def _write_batch(self, batch: Batch) -> None:
         try:
             await self._in_writer(self._write_and_trim, batch)
         except Exception as exc:  # disk full, I/O error, a bad value: count it, never stop the writer
@@ -410,7 +373,7 @@ class ResultStore:
 
     def _write_and_trim(self, batch: Sequence[tuple[float, EvaluationResult]]) -> None:
         assert self._writer is not None
-        _write_batch(self._writer, batch, self._config.max_text_chars)
+        _insert_batch(self._writer, batch, self._config.max_text_chars)
         try:
             _enforce_size(self._writer, self._config.max_bytes)
         except sqlite3.Error as exc:  # the batch is committed; trimming retries after the next one

@@ -65,6 +65,7 @@ __all__ = [
     "AccessDecision",
     "decide_access",
     "summary_document",
+    "window_document",
     "evaluation_item",
     "encode_json",
 ]
@@ -340,7 +341,8 @@ def _finite(value: float | None) -> float | None:
     return float(value)
 
 
-def _window(stats: WindowStatsView) -> dict[str, Any]:
+def window_document(stats: WindowStatsView) -> dict[str, Any]:
+    """One window's stats as the ``W`` object of ``/api/summary`` (NaN and infinities as null)."""
     return {
         "seconds": stats.seconds, "evaluations": stats.evaluations, "defects": stats.defects,
         "errors": stats.errors, "skipped": stats.skipped, "weight": _finite(stats.weight),
@@ -358,7 +360,7 @@ def summary_document(source: SummarySource, now: float, trend_points: int = 60) 
     for metric in sorted(per_metric):
         trend = [{"start": p.start, "evaluations": p.evaluations, "defect_rate": _finite(p.defect_rate),
                   "mean": _finite(p.mean_score)} for p in source.trend(metric, trend_points)]
-        metrics[metric] = {"windows": {name: _window(stats) for name, stats in per_metric[metric].items()},
+        metrics[metric] = {"windows": {name: window_document(stats) for name, stats in per_metric[metric].items()},
                            "trend": trend}
     longest = windows[-1][0] if windows else None
     return {"generated_at": now, "windows": [{"name": n, "seconds": s} for n, s in windows],

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from exporters.rolling import WindowStats
+from monitor.api import window_document
 from monitor.demo.phases import PhaseStats
 from monitor.demo.traffic import TrafficStats
 
@@ -39,13 +40,8 @@ def _finite(value: float) -> float | None:
 
 
 def window_json(stats: WindowStats) -> dict[str, Any]:
-    return {
-        "seconds": stats.seconds, "evaluations": stats.evaluations, "defects": stats.defects,
-        "errors": stats.errors, "skipped": stats.skipped, "weight": _finite(stats.weight),
-        "defect_weight": _finite(stats.defect_weight), "effective_n": _finite(stats.effective_n),
-        "defect_rate": _finite(stats.defect_rate), "lower": _finite(stats.lower),
-        "upper": _finite(stats.upper), "mean": _finite(stats.mean_score),
-    }
+    """The window as ``/api/summary`` shows it: the API's own function, so the numbers compare."""
+    return window_document(stats)
 
 
 def phase_json(stats: PhaseStats) -> dict[str, Any]:

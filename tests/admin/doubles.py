@@ -12,6 +12,9 @@ from typing import Any, AsyncIterator, Sequence
 
 from prometheus_client import CollectorRegistry
 
+from exporters.result_store import StoredEvaluation
+from exporters.rolling import TrendPoint as Point  # the name the page and API tests build trends with
+from exporters.rolling import WindowStats
 from exporters.stats import Z_95, wilson_interval
 from monitor.admin import AdminServer
 from monitor.config import AdminConfig
@@ -20,93 +23,44 @@ NOW = 1_800_000_000.0
 HOSTILE = '<img src=x onerror="document.title=\'pwned\'"></script><script>document.title="pwned"</script>'
 
 
-@dataclass(frozen=True, slots=True)
-class Window:
-    window: str
-    seconds: float
-    evaluations: int
-    defects: int
-    errors: int
-    skipped: int
-    weight: float
-    defect_weight: float
-    effective_n: float
-    defect_rate: float
-    lower: float
-    upper: float
-    mean_score: float
-
-
 def window(name: str, seconds: float, evaluations: int, defects: int, mean: float = math.nan,
-           errors: int = 0) -> Window:
+           errors: int = 0) -> WindowStats:
     """Unweighted stats the way the rolling counters compute them (NaN when nothing scored)."""
     if evaluations:
         lower, upper = wilson_interval(defects, evaluations, Z_95)
         rate = defects / evaluations
     else:
         rate = lower = upper = math.nan
-    return Window(name, seconds, evaluations, defects, errors, 0, float(evaluations), float(defects),
-                  float(evaluations), rate, lower, upper, mean)
-
-
-@dataclass(frozen=True, slots=True)
-class Point:
-    start: float
-    evaluations: int
-    defect_rate: float
-    mean_score: float
+    return WindowStats(name, seconds, evaluations, defects, errors, 0, float(evaluations), float(defects),
+                       float(evaluations), rate, lower, upper, mean)
 
 
 @dataclass
 class FakeSummary:
-    stats: dict[str, dict[str, Window]]
+    stats: dict[str, dict[str, WindowStats]]
     trends: dict[str, list[Point]] = field(default_factory=dict)
     windows: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
 
-    def summary(self) -> dict[str, dict[str, Window]]:
+    def summary(self) -> dict[str, dict[str, WindowStats]]:
         return self.stats
 
     def trend(self, metric: str, points: int = 60) -> list[Point]:
         return self.trends.get(metric, [])
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    id: int
-    timestamp: float
-    metric: str
-    outcome: str
-    value: float | None
-    scale: tuple[float, float]
-    label: str | None
-    reason: str | None
-    status: str
-    error_type: str | None
-    weight: float
-    sampling_policy: str
-    trace_id: str
-    span_id: str | None
-    conversation_id: str
-    service: str
-    labels: dict[str, str]
-    question: str
-    answer: str
-    turn_start_unix_nano: int
-
-
 def row(id: int, metric: str = "groundedness", outcome: str = "defect", value: float | None = 1.0,
         question: str = "Where is my parcel?", answer: str = "On the moon.", reason: str | None = "Not in context.",
-        timestamp: float = NOW - 60, scale: tuple[float, float] = (1.0, 5.0)) -> Row:
+        timestamp: float = NOW - 60, scale: tuple[float, float] = (1.0, 5.0)) -> StoredEvaluation:
     status = "ok" if outcome in ("pass", "defect") else outcome
-    return Row(id, timestamp, metric, outcome, value, scale, None, reason, status, None, 2.0, "probabilistic",
-               f"{id:032x}", f"{id:016x}", f"conv-{id}", "shop", {"route": "/chat"}, question, answer,
-               int((timestamp - 1) * 1e9))
+    return StoredEvaluation(id, timestamp, metric, outcome, value, scale, None, reason, status, None, 2.0,
+                            "probabilistic", f"{id:032x}", f"{id:016x}", f"conv-{id}", "shop", {"route": "/chat"},
+                            question, answer, int((timestamp - 1) * 1e9))
 
 
 class FakeStore:
     """Filters like the real store; records the calls; ``gate`` (when set) holds queries open."""
 
-    def __init__(self, rows: Sequence[Row], worst: Sequence[Row] | None = None) -> None:
+    def __init__(self, rows: Sequence[StoredEvaluation], worst: Sequence[StoredEvaluation] | None = None) -> None:
         self.rows = list(rows)
         self.worst = list(rows if worst is None else worst)
         self.calls: list[tuple[str, dict[str, Any]]] = []
@@ -121,14 +75,14 @@ class FakeStore:
             await self.gate.wait()
 
     async def evaluations(self, *, metric: str | None = None, outcome: str | None = None,
-                          since: float | None = None, limit: int = 100) -> list[Row]:
+                          since: float | None = None, limit: int = 100) -> list[StoredEvaluation]:
         self.calls.append(("evaluations", {"metric": metric, "outcome": outcome, "since": since, "limit": limit}))
         await self._hold()
         rows = [r for r in self.rows if (metric is None or r.metric == metric)
                 and (outcome is None or r.outcome == outcome) and (since is None or r.timestamp >= since)]
         return sorted(rows, key=lambda r: -r.timestamp)[:limit]
 
-    async def worst_recent(self, *, since: float, limit: int = 20) -> list[Row]:
+    async def worst_recent(self, *, since: float, limit: int = 20) -> list[StoredEvaluation]:
         self.calls.append(("worst_recent", {"since": since, "limit": limit}))
         await self._hold()
         return [r for r in self.worst if r.timestamp >= since][:limit]

@@ -1,8 +1,10 @@
-"""Builders of real ``EvaluationResult`` objects for exporter tests."""
+"""Builders of real ``EvaluationResult`` objects for exporter tests, and a telemetry double for
+the result writers (store, JSONL sink)."""
 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from typing import Mapping
 
 from monitor.model import EvaluationResult, Score, ScoreStatus, Turn
@@ -26,3 +28,20 @@ def score(metric: str, value: float | None, *, defect: bool | None = None, statu
 
 def result(*scores: Score, weight: float = 1.0, policy: str = "default", **turn_fields: object) -> EvaluationResult:
     return EvaluationResult(turn(**turn_fields), tuple(scores), weight, policy)  # type: ignore[arg-type]
+
+
+class WriterTelemetry:
+    """Counts what a result writer reports: drops per queue and results lost to failed writes."""
+
+    def __init__(self) -> None:
+        self.dropped: Counter[str] = Counter()
+        self.write_failed = 0
+
+    def queue_dropped(self, queue: str, count: int) -> None:
+        self.dropped[queue] += count
+
+    def jsonl_write_failed(self, count: int) -> None:
+        self.write_failed += count
+
+    def store_write_failed(self, count: int) -> None:
+        self.write_failed += count

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, SeverityNumber
@@ -19,20 +18,7 @@ from tests.support.recording import RecordingTelemetry
 
 SERVICE = "rag-monitor-under-test"
 
-
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("OTEL_EXPORTER_OTLP", "OTEL_BLRP", "OTEL_RESOURCE", "OTEL_SERVICE")):
-            monkeypatch.delenv(name)
-
-
-@pytest.fixture
-async def http_sink() -> AsyncIterator[OtlpHttpSink]:
-    sink = OtlpHttpSink()
-    await sink.start()
-    yield sink
-    await sink.close()
+pytestmark = pytest.mark.usefixtures("clean_otel_env")  # http_sink, grpc_sink: tests/exporters/conftest.py
 
 
 def _config(**fields: Any) -> EvaluationEventsConfig:
@@ -116,24 +102,19 @@ async def test_one_record_per_score_on_the_evaluated_chat_span(http_sink: OtlpHt
     assert _dropped(telemetry) == 0
 
 
-async def test_grpc_and_unknown_chat_span_and_explanations_off() -> None:
-    sink = OtlpGrpcSink()
-    await sink.start()
-    try:
-        events = EvaluationEvents(_config(protocol="grpc", endpoint=sink.endpoint, include_explanation=False,
-                                          headers={"X-Tenant": "acme"}), SERVICE, RecordingTelemetry())
-        await events.start()
-        known = result(score("fluency", 4.0, reason="reads well"))
-        unknown = result(score("coherence", 4.0))
-        unknown = dataclasses.replace(unknown, turn=dataclasses.replace(unknown.turn, chat_span_id=None))
-        events.consume_result(known)
-        events.consume_result(unknown)
-        await sink.wait_until(lambda: len(_records(sink)) == 2)  # batched by the schedule delay
-        await _stop(events)
-    finally:
-        await sink.close()
-    assert sink.of("logs")[0].headers["x-tenant"] == "acme"
-    records = _by_metric(sink)
+async def test_grpc_and_unknown_chat_span_and_explanations_off(grpc_sink: OtlpGrpcSink) -> None:
+    events = EvaluationEvents(_config(protocol="grpc", endpoint=grpc_sink.endpoint, include_explanation=False,
+                                      headers={"X-Tenant": "acme"}), SERVICE, RecordingTelemetry())
+    await events.start()
+    known = result(score("fluency", 4.0, reason="reads well"))
+    unknown = result(score("coherence", 4.0))
+    unknown = dataclasses.replace(unknown, turn=dataclasses.replace(unknown.turn, chat_span_id=None))
+    events.consume_result(known)
+    events.consume_result(unknown)
+    await grpc_sink.wait_until(lambda: len(_records(grpc_sink)) == 2)  # batched by the schedule delay
+    await _stop(events)
+    assert grpc_sink.of("logs")[0].headers["x-tenant"] == "acme"
+    records = _by_metric(grpc_sink)
     assert records["fluency"].span_id == bytes.fromhex(known.turn.chat_span_id or "")
     assert records["coherence"].trace_id == bytes.fromhex(unknown.turn.trace_id)
     assert records["coherence"].span_id == b""  # not a made-up span

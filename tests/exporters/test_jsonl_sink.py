@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from collections import Counter
 from pathlib import Path
@@ -14,30 +13,16 @@ import pytest
 from exporters.config import JsonlConfig
 from exporters.jsonl_sink import JsonlSink, score_record
 from monitor.eval_report import score_record as eval_score_record
-from monitor.model import Document, EvaluationResult, JudgeUsage, Score, ScoreStatus, Turn
-
-_ids = itertools.count(1)
-
-
-class Telemetry:
-    def __init__(self) -> None:
-        self.dropped: Counter[str] = Counter()
-        self.write_failed = 0
-
-    def queue_dropped(self, queue: str, count: int) -> None:
-        self.dropped[queue] += count
-
-    def jsonl_write_failed(self, count: int) -> None:
-        self.write_failed += count
+from monitor.model import Document, EvaluationResult, JudgeUsage, Score, ScoreStatus
+from tests.exporters.results import WriterTelemetry
+from tests.exporters.results import result as build_result
 
 
 def result(*scores: Score, question: str = "How long do refunds take?", weight: float = 2.0,
            documents: tuple[Document, ...] = ()) -> EvaluationResult:
-    n = next(_ids)
-    turn = Turn(trace_id=f"{n:032x}", conversation_id=f"conv-{n}", question=question, answer="Five days.",
-                documents=documents, service="shop", labels={"route": "/chat"}, request_model="gpt-x",
-                chat_span_id=f"{n:016x}")
-    return EvaluationResult(turn, scores or (Score("fluency", 4.0, (1.0, 5.0), defect=False),), weight, "always")
+    return build_result(*(scores or (Score("fluency", 4.0, (1.0, 5.0), defect=False),)), weight=weight,
+                        policy="always", question=question, answer="Five days.", documents=documents,
+                        service="shop", labels={"route": "/chat"}, model=None, request_model="gpt-x")
 
 
 def strict_lines(path: Path) -> list[dict[str, Any]]:
@@ -60,14 +45,14 @@ async def stop(sink: JsonlSink) -> None:
     await sink.shutdown(asyncio.get_running_loop().time() + 10)
 
 
-def sink_for(path: Path, telemetry: Telemetry, **config: Any) -> JsonlSink:
+def sink_for(path: Path, telemetry: WriterTelemetry, **config: Any) -> JsonlSink:
     return JsonlSink(JsonlConfig(path=str(path), **config), telemetry, lambda: 1_700_000_000.5,
                      flush_interval_seconds=0.02)
 
 
 async def test_one_line_per_result_with_every_field(tmp_path: Path) -> None:
     path = tmp_path / "out" / "results.jsonl"  # the directory is created
-    sink = sink_for(path, Telemetry())
+    sink = sink_for(path, WriterTelemetry())
     await sink.start()
     judged = Score("groundedness", 2.0, (1.0, 5.0), defect=True, reason="unsupported claim",
                    usage=JudgeUsage(120, 30, 0.25, 1), details={"raw": [1, 2]})
@@ -104,7 +89,7 @@ def test_score_records_match_rag_monitor_eval() -> None:
 
 async def test_non_finite_numbers_become_null(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    sink = sink_for(path, Telemetry())
+    sink = sink_for(path, WriterTelemetry())
     await sink.start()
     sink.consume_result(result(Score("f1_score", float("inf"), (0.0, 1.0), defect=False), weight=float("inf")))
     await stop(sink)
@@ -113,7 +98,7 @@ async def test_non_finite_numbers_become_null(tmp_path: Path) -> None:
 
 
 async def test_rotation_keeps_one_old_file(tmp_path: Path) -> None:
-    path, telemetry = tmp_path / "r.jsonl", Telemetry()
+    path, telemetry = tmp_path / "r.jsonl", WriterTelemetry()
     sink = sink_for(path, telemetry, max_bytes=4000)
     await sink.start()
     results = [result(question=f"question {i} " + "x" * 200) for i in range(60)]  # ~1.3 kB per line
@@ -134,7 +119,7 @@ async def test_rotation_keeps_one_old_file(tmp_path: Path) -> None:
 async def test_restart_appends(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     for _ in range(2):
-        sink = sink_for(path, Telemetry())
+        sink = sink_for(path, WriterTelemetry())
         await sink.start()
         sink.consume_result(result())
         await stop(sink)
@@ -143,7 +128,7 @@ async def test_restart_appends(tmp_path: Path) -> None:
 
 
 async def test_full_queue_drops_and_counts(tmp_path: Path) -> None:
-    path, telemetry = tmp_path / "r.jsonl", Telemetry()
+    path, telemetry = tmp_path / "r.jsonl", WriterTelemetry()
     sink = sink_for(path, telemetry, queue_size=3)
     await sink.start()
     for _ in range(10):  # no await in between: the writer cannot drain meanwhile
@@ -157,7 +142,7 @@ async def test_full_queue_drops_and_counts(tmp_path: Path) -> None:
 
 
 async def test_write_failures_are_counted_and_do_not_stop_the_writer(tmp_path: Path) -> None:
-    path, telemetry = tmp_path / "r.jsonl", Telemetry()
+    path, telemetry = tmp_path / "r.jsonl", WriterTelemetry()
     path.with_name("r.jsonl.1").mkdir()  # a directory in the way: every rotation fails
     sink = sink_for(path, telemetry, max_bytes=500)
     await sink.start()
@@ -176,7 +161,7 @@ async def test_write_failures_are_counted_and_do_not_stop_the_writer(tmp_path: P
 async def test_unwritable_path_fails_start_naming_the_key(tmp_path: Path) -> None:
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a directory")
-    sink = sink_for(blocker / "r.jsonl", Telemetry())
+    sink = sink_for(blocker / "r.jsonl", WriterTelemetry())
     with pytest.raises(OSError, match=r"exporters\.jsonl\.path"):
         await sink.start()
     await stop(sink)
@@ -184,4 +169,4 @@ async def test_unwritable_path_fails_start_naming_the_key(tmp_path: Path) -> Non
 
 def test_needs_a_path() -> None:
     with pytest.raises(ValueError, match=r"exporters\.jsonl\.path"):
-        JsonlSink(JsonlConfig(), Telemetry())
+        JsonlSink(JsonlConfig(), WriterTelemetry())

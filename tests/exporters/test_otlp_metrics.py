@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import socket
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality, Metric
@@ -26,28 +25,7 @@ from tests.support.otlp_sink import OtlpGrpcSink, OtlpHttpSink, attributes, late
 SERVICE = "rag-monitor-under-test"
 CUMULATIVE = AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE
 
-
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("OTEL_EXPORTER_OTLP", "OTEL_METRIC", "OTEL_RESOURCE", "OTEL_SERVICE")):
-            monkeypatch.delenv(name)
-
-
-@pytest.fixture
-async def http_sink() -> AsyncIterator[OtlpHttpSink]:
-    sink = OtlpHttpSink()
-    await sink.start()
-    yield sink
-    await sink.close()
-
-
-@pytest.fixture
-async def grpc_sink() -> AsyncIterator[OtlpGrpcSink]:
-    sink = OtlpGrpcSink()
-    await sink.start()
-    yield sink
-    await sink.close()
+pytestmark = pytest.mark.usefixtures("clean_otel_env")  # http_sink, grpc_sink: tests/exporters/conftest.py
 
 
 def _config(**fields: Any) -> OtlpMetricsConfig:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import signal
 import sqlite3
@@ -17,23 +16,13 @@ import pytest
 
 from exporters.config import StoreConfig
 from exporters.result_store import HIGHER_IS_WORSE, MAX_QUERY_ROWS, ResultStore, StoreOpenError
-from monitor.model import EvaluationResult, Score, ScoreStatus, Turn
+from monitor.model import EvaluationResult, Score, ScoreStatus
+from tests.exporters.results import WriterTelemetry
+from tests.exporters.results import result as build_result
 from tests.support.store_writer import SCORES_PER_RESULT
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-_ids = itertools.count(1)
-
-
-class Telemetry:
-    def __init__(self) -> None:
-        self.dropped: Counter[str] = Counter()
-        self.write_failed = 0
-
-    def queue_dropped(self, queue: str, count: int) -> None:
-        self.dropped[queue] += count
-
-    def store_write_failed(self, count: int) -> None:
-        self.write_failed += count
+TURN_START = 1_699_999_999_000_000_000  # not the default 0, so the round trip shows
 
 
 class Clock:
@@ -55,11 +44,9 @@ def severity(metric: str, value: int, *, level: int = 4) -> Score:
 def result(*scores: Score, question: str = "What is the refund window?", answer: str = "30 days.",
            labels: dict[str, str] | None = None, request_model: str | None = None,
            response_model: str | None = None, weight: float = 1.0) -> EvaluationResult:
-    n = next(_ids)
-    turn = Turn(trace_id=f"{n:032x}", conversation_id=f"conv-{n}", question=question, answer=answer,
-                service="shop", labels=labels or {}, request_model=request_model, response_model=response_model,
-                start_time_unix_nano=n * 1000, chat_span_id=f"{n:016x}")
-    return EvaluationResult(turn, scores, weight=weight, sampling_policy="probabilistic")
+    return build_result(*scores, weight=weight, policy="probabilistic", question=question, answer=answer,
+                        service="shop", labels=labels, model=response_model, request_model=request_model,
+                        start_time_unix_nano=TURN_START)
 
 
 def config(path: Path, **overrides: object) -> StoreConfig:
@@ -82,15 +69,15 @@ async def stop(store: ResultStore) -> None:
 
 
 @pytest.fixture
-async def running(tmp_path: Path) -> AsyncIterator[tuple[ResultStore, Clock, Telemetry]]:
-    clock, telemetry = Clock(), Telemetry()
+async def running(tmp_path: Path) -> AsyncIterator[tuple[ResultStore, Clock, WriterTelemetry]]:
+    clock, telemetry = Clock(), WriterTelemetry()
     store = ResultStore(config(tmp_path / "results.sqlite3", max_text_chars=40), telemetry, clock)
     await store.start()
     yield store, clock, telemetry
     await stop(store)
 
 
-async def test_round_trip_filters_and_newest_first(running: tuple[ResultStore, Clock, Telemetry]) -> None:
+async def test_round_trip_filters_and_newest_first(running: tuple[ResultStore, Clock, WriterTelemetry]) -> None:
     store, clock, _ = running
     first = result(quality("groundedness", 2), quality("relevance", 5), labels={"route": "/a"},
                    request_model="gpt-x", response_model="gpt-x-2024")
@@ -133,7 +120,7 @@ async def _count_is(store: ResultStore, n: int) -> bool:
 
 
 async def test_long_text_is_cut_and_model_label_does_not_override(
-        running: tuple[ResultStore, Clock, Telemetry]) -> None:
+        running: tuple[ResultStore, Clock, WriterTelemetry]) -> None:
     store, _, _ = running
     store.consume_result(result(quality("coherence", 1, reason="r" * 100), question="q" * 100, answer="a" * 41,
                                 labels={"model": "from-labels"}, response_model="from-span"))
@@ -145,7 +132,7 @@ async def test_long_text_is_cut_and_model_label_does_not_override(
 
 
 async def test_worst_recent_orders_defects_then_badness_newest_first(
-        running: tuple[ResultStore, Clock, Telemetry]) -> None:
+        running: tuple[ResultStore, Clock, WriterTelemetry]) -> None:
     store, clock, _ = running
     store.consume_result(result(quality("groundedness", 1)))          # too old for `since`
     clock.now += 100
@@ -167,7 +154,7 @@ async def test_worst_recent_orders_defects_then_badness_newest_first(
     assert [w.metric for w in await store.worst_recent(since=since, limit=2)] == ["violence", "relevance"]
 
 
-async def test_limit_is_capped(running: tuple[ResultStore, Clock, Telemetry]) -> None:
+async def test_limit_is_capped(running: tuple[ResultStore, Clock, WriterTelemetry]) -> None:
     store, _, _ = running
     for _ in range(MAX_QUERY_ROWS + 5):
         store.consume_result(result(quality("fluency", 3)))
@@ -178,7 +165,7 @@ async def test_limit_is_capped(running: tuple[ResultStore, Clock, Telemetry]) ->
 
 
 async def test_scores_since_gives_rolling_window_rows_oldest_first(
-        running: tuple[ResultStore, Clock, Telemetry]) -> None:
+        running: tuple[ResultStore, Clock, WriterTelemetry]) -> None:
     store, clock, _ = running
     store.consume_result(result(quality("groundedness", 1)))
     clock.now += 60
@@ -198,7 +185,7 @@ async def test_scores_since_gives_rolling_window_rows_oldest_first(
 
 
 async def test_restart_keeps_everything(tmp_path: Path) -> None:
-    path, telemetry = tmp_path / "results.sqlite3", Telemetry()
+    path, telemetry = tmp_path / "results.sqlite3", WriterTelemetry()
     store = ResultStore(config(path), telemetry)
     await store.start()
     for i in range(50):
@@ -221,7 +208,7 @@ async def test_restart_keeps_everything(tmp_path: Path) -> None:
 
 
 async def test_same_instance_restarts(tmp_path: Path) -> None:
-    store = ResultStore(config(tmp_path / "r.sqlite3"), Telemetry())
+    store = ResultStore(config(tmp_path / "r.sqlite3"), WriterTelemetry())
     await stop(store)  # shutdown without start is a no-op
     await store.start()
     await stop(store)
@@ -256,7 +243,7 @@ async def test_kill_9_during_writes_leaves_a_consistent_queryable_database(tmp_p
             child.kill()
             await child.wait()
 
-    store = ResultStore(config(path), Telemetry())
+    store = ResultStore(config(path), WriterTelemetry())
     await store.start()  # recovers the WAL; must not fail
     try:
         total = await store.count()
@@ -279,7 +266,7 @@ async def test_kill_9_during_writes_leaves_a_consistent_queryable_database(tmp_p
 
 async def test_age_retention_at_start_and_periodically(tmp_path: Path) -> None:
     path, clock = tmp_path / "r.sqlite3", Clock()
-    store = ResultStore(config(path, max_age_hours=1), Telemetry(), clock)
+    store = ResultStore(config(path, max_age_hours=1), WriterTelemetry(), clock)
     await store.start()
     old = [result(quality("groundedness", 2)) for _ in range(3)]
     for r in old:
@@ -290,14 +277,14 @@ async def test_age_retention_at_start_and_periodically(tmp_path: Path) -> None:
     await stop(store)
 
     clock.now += 1801  # the first three are now older than an hour, the last one is not
-    store = ResultStore(config(path, max_age_hours=1), Telemetry(), clock)
+    store = ResultStore(config(path, max_age_hours=1), WriterTelemetry(), clock)
     await store.start()
     try:
         assert [e.trace_id for e in await store.evaluations()] == [fresh.turn.trace_id]
     finally:
         await stop(store)
 
-    store = ResultStore(config(path, max_age_hours=1), Telemetry(), clock, retention_interval_seconds=0.05)
+    store = ResultStore(config(path, max_age_hours=1), WriterTelemetry(), clock, retention_interval_seconds=0.05)
     await store.start()
     try:
         newer = result(quality("relevance", 4))
@@ -312,7 +299,7 @@ async def test_age_retention_at_start_and_periodically(tmp_path: Path) -> None:
 
 async def test_size_retention_removes_the_oldest_and_keeps_the_newest(tmp_path: Path) -> None:
     path, max_bytes = tmp_path / "r.sqlite3", 256 * 1024
-    store = ResultStore(config(path, max_bytes=max_bytes, max_text_chars=4000, batch_size=20), Telemetry())
+    store = ResultStore(config(path, max_bytes=max_bytes, max_text_chars=4000, batch_size=20), WriterTelemetry())
     await store.start()
     results = [result(quality("groundedness", 3), quality("relevance", 4), question=f"{i} " + "q" * 2000,
                       answer="a" * 1000) for i in range(600)]  # ~1.8 MB of text
@@ -332,7 +319,7 @@ async def test_size_retention_removes_the_oldest_and_keeps_the_newest(tmp_path: 
 
 
 async def test_full_queue_drops_and_counts_without_raising(tmp_path: Path) -> None:
-    telemetry = Telemetry()
+    telemetry = WriterTelemetry()
     store = ResultStore(config(tmp_path / "r.sqlite3", queue_size=5), telemetry)
     await store.start()
     for _ in range(100):  # no await in between: the writer cannot drain meanwhile
@@ -352,7 +339,7 @@ async def test_full_queue_drops_and_counts_without_raising(tmp_path: Path) -> No
 
 
 async def test_write_failures_are_counted_and_the_writer_keeps_going(tmp_path: Path) -> None:
-    path, telemetry = tmp_path / "r.sqlite3", Telemetry()
+    path, telemetry = tmp_path / "r.sqlite3", WriterTelemetry()
     store = ResultStore(config(path), telemetry)
     await store.start()
     try:
@@ -384,7 +371,7 @@ async def test_unusable_path_fails_start_naming_the_key(tmp_path: Path, layout: 
     else:
         path = blocker
         path.write_bytes(b"this is not an SQLite database" * 100)
-    store = ResultStore(config(path), Telemetry())
+    store = ResultStore(config(path), WriterTelemetry())
     with pytest.raises(StoreOpenError, match=r"exporters\.store\.path") as caught:
         await store.start()
     assert isinstance(caught.value, OSError)  # `rag-monitor serve` reports OSErrors as start failures
@@ -396,7 +383,7 @@ async def test_newer_schema_is_refused(tmp_path: Path) -> None:
     with closing(sqlite3.connect(path)) as conn:
         conn.execute("PRAGMA user_version=99")
     with pytest.raises(StoreOpenError, match="schema version 99"):
-        await ResultStore(config(path), Telemetry()).start()
+        await ResultStore(config(path), WriterTelemetry()).start()
 
 
 def test_higher_is_worse_matches_the_catalogue() -> None:
