@@ -109,6 +109,8 @@ class FakeOpenAI:
         self.embedding_dimensions = embedding_dimensions
         self.stream_chunk_words = max(1, stream_chunk_words)
         self.requests: list[ReceivedRequest] = []
+        # Every chat completion answered, in order: what the app's ground truth is built from.
+        self.chat_calls: list[dict[str, Any]] = []
         self._port = port
         self._counter = 0
         self._runner: web.AppRunner | None = None
@@ -121,6 +123,8 @@ class FakeOpenAI:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
+        # Test-only: the apps under test read back what the "LLM" really answered per call.
+        app.router.add_get("/_test/chat-calls", self._calls)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port)
@@ -174,6 +178,9 @@ class FakeOpenAI:
         ]
         return web.json_response({"object": "list", "data": data})
 
+    async def _calls(self, request: web.Request) -> web.Response:
+        return web.json_response(self.chat_calls)
+
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await self._read(request)
         messages = body.get("messages") or []
@@ -203,6 +210,17 @@ class FakeOpenAI:
             },
         }
         response_id = self._next_id("chatcmpl")
+        self.chat_calls.append({
+            "response_id": response_id,
+            "request_model": request_model,
+            "response_model": model,
+            "input_tokens": prompt_tokens,
+            "output_tokens": completion_tokens,
+            "answer": answer,
+            "streamed": bool(body.get("stream")),
+            "messages": [{"role": m.get("role"), "content": _message_text(m.get("content"))}
+                         for m in messages if isinstance(m, dict)],
+        })
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return await self._stream(request, response_id, model, answer, usage, include_usage)
