@@ -170,25 +170,37 @@ def validate(config_path: str | None) -> None:
               help="Saved ExportLogsServiceRequest body.")
 @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="Config whose assembly.mapping to apply.")
+@click.option("--explain", is_flag=True,
+              help="Per trace: what was found, what is missing, and why a trace yields no turn.")
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-def inspect(traces: tuple[str, ...], logs: tuple[str, ...], config_path: str | None,
+def inspect(traces: tuple[str, ...], logs: tuple[str, ...], config_path: str | None, explain: bool,
             files: tuple[str, ...]) -> None:
-    """Print one JSON object per turn assembled from saved OTLP bodies."""
-    from monitor.inspect import dumps, inspect_files
+    """Print one JSON object per turn assembled from saved OTLP bodies (exit 1 when none)."""
+    from monitor.inspect import dumps, explain_text, inspect_traces
 
     config = _load(config_path)
+    # The sidecar's rate-limited warnings would repeat, on stderr, what this command prints.
+    logging.getLogger("monitor.assembly.assembler").setLevel(logging.ERROR)
     trace_files = [Path(p) for p in traces + files]
     if not trace_files:
         raise click.UsageError("give at least one --traces FILE")
     try:
-        turns = inspect_files(trace_files, [Path(p) for p in logs], config.assembly)
+        reports = inspect_traces(trace_files, [Path(p) for p in logs], config.assembly)
     except (DecodeError, PayloadTooLarge) as exc:
         click.echo(f"rag-monitor: {exc}", err=True)
         sys.exit(EXIT_CONFIG)
-    for turn in turns:
-        click.echo(dumps(turn))
+    turns = sorted((r.turn for r in reports if r.turn is not None), key=lambda t: t.start_time_unix_nano)
+    if explain:
+        for report in reports:
+            click.echo(explain_text(report))
+        click.echo(f"{len(turns)} of {len(reports)} traces yield a turn")
+    else:
+        for turn in turns:
+            click.echo(dumps(turn))
     if not turns:
-        click.echo("rag-monitor: no turn found in these traces", err=True)
+        click.echo("rag-monitor: no turn found in these traces"
+                   + ("" if explain else " (run with --explain to see why)"), err=True)
+        sys.exit(EXIT_RUNTIME)
 
 
 @main.command("eval")

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from exporters.config import BUILTIN_LABELS, ExportersConfig
+from monitor.assembly.config import AssemblyConfig, AttributeMapping
 from monitor.errors import ConfigError
 from monitor.evaluation.config import EvaluationConfig
 from monitor.judge.config import JudgeConfig
@@ -79,36 +80,6 @@ class ForwardConfig(_Section):
     max_queue_requests: int = Field(1000, gt=0)
     max_attempts: int = Field(3, ge=1, le=10, description="tries per body on retryable errors")
     concurrency: int = Field(4, ge=1, le=64)
-
-
-class AttributeMapping(_Section):
-    """App-specific span attribute names, consulted before the known conventions."""
-
-    question: list[str] = Field(default_factory=list)
-    answer: list[str] = Field(default_factory=list)
-    conversation_id: list[str] = Field(default_factory=list)
-    ground_truth: list[str] = Field(default_factory=list)
-    system_prompt: list[str] = Field(default_factory=list)
-    documents: list[str] = Field(default_factory=list, description="JSON list of {id, content, score}")
-    labels: dict[str, str] = Field(
-        default_factory=dict, description="label name -> span attribute name, e.g. route: http.route"
-    )
-
-
-class AssemblyConfig(_Section):
-    decision_wait_seconds: float = Field(5.0, ge=0, description="wait after the root span ends")
-    max_trace_age_seconds: float = Field(120.0, gt=0, description="assemble even without a root")
-    max_pending_traces: int = Field(10_000, gt=0)
-    max_spans_per_trace: int = Field(2_000, gt=0)
-    max_pending_spans: int = Field(200_000, gt=0, description="all traces together")
-    max_logs_per_trace: int = Field(2_000, gt=0)
-    max_attribute_chars: int = Field(256 * 1024, gt=0, description="longer text is truncated")
-    conversation_idle_seconds: float = Field(900.0, gt=0)
-    max_open_conversations: int = Field(10_000, gt=0)
-    max_turns_per_conversation: int = Field(100, gt=0)
-    max_buffered_turns: int = Field(20_000, gt=0, description="turns held by all open conversations")
-    max_history_messages: int = Field(50, gt=0)
-    mapping: AttributeMapping = AttributeMapping()
 
 
 class AdminConfig(_Section):

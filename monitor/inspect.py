@@ -1,32 +1,54 @@
 """``rag-monitor inspect``: run saved OTLP bodies through the real assembler, print turns.
 
 The user's tool for checking that their spans are understood: same decoder, same assembler code
-as the server, no network.
+as the server, no network. ``--explain`` says, per trace, what was found, what is missing and —
+when a trace yields no turn — why, with the switch to change.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 from monitor.assembly.assembler import Assembler
-from monitor.config import AssemblyConfig
+from monitor.assembly.config import AssemblyConfig
+from monitor.assembly.turns import Explanation, NoTurn
 from monitor.interfaces import NullTelemetry
 from monitor.model import Turn
 from monitor.receivers.decode import decode_logs, decode_traces, decompress, sniff_format
 
-__all__ = ["inspect_files", "turn_to_json"]
+__all__ = ["TraceReport", "inspect_files", "inspect_traces", "turn_to_json", "explain_text"]
 
 _MAX_FILE = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TraceReport:
+    """One trace's outcome: its turn, or the reason and hint why there is none."""
+
+    trace_id: str
+    turn: Turn | None
+    reason: str | None
+    hint: str | None
+    explanation: Explanation
+    spans: int
+    logs: int
 
 
 class _Collect:
     def __init__(self) -> None:
         self.turns: list[Turn] = []
+        self.reports: list[TraceReport] = []
 
     def consume_turn(self, turn: Turn) -> None:
         self.turns.append(turn)
+
+    def trace_done(self, trace_id: str, turn: Turn | None, no_turn: NoTurn | None, explanation: Explanation,
+                   spans: int, logs: int) -> None:
+        self.reports.append(TraceReport(trace_id, turn, no_turn.reason if no_turn else None,
+                                        no_turn.hint if no_turn else None, explanation, spans, logs))
 
 
 def _read(path: Path) -> bytes:
@@ -60,12 +82,13 @@ def turn_to_json(turn: Turn) -> dict[str, Any]:
     }
 
 
-def inspect_files(traces: Iterable[Path], logs: Iterable[Path], config: AssemblyConfig) -> list[Turn]:
-    """Decode every file (protobuf or OTLP/JSON, gzip allowed), assemble, return turns in order
-    of their start time. Raises DecodeError naming nothing but the content problem; the CLI adds
-    the file name."""
+def inspect_traces(traces: Iterable[Path], logs: Iterable[Path], config: AssemblyConfig) -> list[TraceReport]:
+    """Decode every file (protobuf or OTLP/JSON, gzip allowed), assemble, return one report per
+    trace in order of start. Raises DecodeError naming nothing but the content problem; the CLI
+    adds the file name."""
     sink = _Collect()
-    assembler = Assembler(config.model_copy(update={"max_pending_traces": 10**9}), sink, NullTelemetry())
+    assembler = Assembler(config.model_copy(update={"max_pending_traces": 10**9}), sink, NullTelemetry(),
+                          observer=sink)
     for path in logs:
         body = _read(path)
         assembler.consume_logs(decode_logs(body, sniff_format(body)).records)
@@ -73,10 +96,45 @@ def inspect_files(traces: Iterable[Path], logs: Iterable[Path], config: Assembly
         body = _read(path)
         assembler.consume_spans(decode_traces(body, sniff_format(body)).records)
     assembler.flush()
-    return sorted(sink.turns, key=lambda t: t.start_time_unix_nano)
+    return sink.reports
+
+
+def inspect_files(traces: Iterable[Path], logs: Iterable[Path], config: AssemblyConfig) -> list[Turn]:
+    """The turns of :func:`inspect_traces`, in order of their start time."""
+    turns = [r.turn for r in inspect_traces(traces, logs, config) if r.turn is not None]
+    return sorted(turns, key=lambda t: t.start_time_unix_nano)
+
+
+def _clip(text: str | None, n: int = 90) -> str:
+    if text is None:
+        return "—"
+    flat = " ".join(text.split())
+    return json.dumps(flat if len(flat) <= n else flat[: n - 1] + "…", ensure_ascii=False)
+
+
+def explain_text(report: TraceReport) -> str:
+    """A person-readable account of one trace."""
+    ex = report.explanation
+    head = f"trace {report.trace_id}: {report.spans} spans, {report.logs} log records"
+    lines = [head]
+    if ex.instrumentations:
+        lines.append(f"  instrumentation scopes: {', '.join(ex.instrumentations)}")
+    turn = report.turn
+    if turn is None:
+        lines.append(f"  NO TURN ({report.reason}): {report.hint}")
+    else:
+        lines.append(f"  turn: question {_clip(turn.question)}")
+        lines.append(f"        answer {_clip(turn.answer)}")
+        lines.append(f"        {len(turn.documents)} documents, {len(turn.history)} history messages, "
+                     f"system prompt {'yes' if turn.system_prompt else 'no'}, conversation {turn.conversation_id}, "
+                     f"model {turn.request_model or '—'} → {turn.response_model or '—'}, "
+                     f"tokens {turn.usage.input_tokens}/{turn.usage.output_tokens}")
+    for note in ex.notes:
+        lines.append(f"  - {note}")
+    if ex.missing:
+        lines.append(f"  missing: {', '.join(m.replace('_', ' ') for m in ex.missing)}")
+    return "\n".join(lines)
 
 
 def dumps(turn: Turn) -> str:
     return json.dumps(turn_to_json(turn), ensure_ascii=False)
-
-

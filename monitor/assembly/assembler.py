@@ -19,17 +19,44 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
-from monitor.assembly.conventions import NoTurn, build_turn
-from monitor.config import AssemblyConfig
+from monitor.assembly.config import AssemblyConfig
+from monitor.assembly.turns import Explanation, NoTurn, build_turn
 from monitor.interfaces import Telemetry, TurnConsumer
 from monitor.model import LogRecord, SpanRecord, Turn
 
-__all__ = ["Assembler"]
+__all__ = ["Assembler", "TraceObserver"]
 
 log = logging.getLogger(__name__)
 _SWEEP_CHUNK = 200  # traces built per slice before yielding to the loop
+
+
+class TraceObserver(Protocol):
+    """Told the outcome of every assembled trace (``inspect --explain``). Must not block."""
+
+    def trace_done(self, trace_id: str, turn: Turn | None, no_turn: NoTurn | None, explanation: Explanation,
+                   spans: int, logs: int) -> None: ...
+
+
+class _RateLimitedWarnings:
+    """One log line per key per interval, carrying how many were suppressed since the last."""
+
+    def __init__(self, interval: float, clock: Callable[[], float]) -> None:
+        self._interval = interval
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+
+    def warn(self, key: str, message: str, level: int = logging.WARNING) -> None:
+        now = self._clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self._interval:
+            self._suppressed[key] = self._suppressed.get(key, 0) + 1
+            return
+        self._last[key] = now
+        more = self._suppressed.pop(key, 0)
+        log.log(level, "%s%s", message, f" ({more} more since the last such message)" if more else "")
 
 
 @dataclass(slots=True)
@@ -45,8 +72,10 @@ class Assembler:
     """SpanConsumer + Component. Hands each assembled Turn to ``downstream``."""
 
     def __init__(self, config: AssemblyConfig, downstream: TurnConsumer, telemetry: Telemetry,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, observer: TraceObserver | None = None) -> None:
         self._cfg = config
+        self._observer = observer
+        self._warnings = _RateLimitedWarnings(config.no_turn_warning_interval_seconds, clock)
         self._downstream = downstream
         self._telemetry = telemetry
         self._clock = clock
@@ -150,18 +179,34 @@ class Assembler:
         self._done[trace_id] = None
         if len(self._done) > 2 * self._cfg.max_pending_traces:
             self._done.popitem(last=False)
+        explanation = Explanation()
         try:
-            turn = build_turn(entry.spans, entry.logs, self._cfg.mapping, self._cfg.max_history_messages)
+            turn = build_turn(entry.spans, entry.logs, self._cfg.mapping, self._cfg.max_history_messages,
+                              explanation)
         except NoTurn as exc:
             self._telemetry.traces_without_turn(exc.reason)
+            self._warnings.warn(exc.reason, f"trace {trace_id} yields no turn ({exc.reason}): {exc.hint}; "
+                                            f"`rag-monitor inspect --explain` shows what was found")
+            self._observe(trace_id, None, exc, explanation, entry)
             return None
         except Exception:  # a bug in one trace must not stop the pipeline
             log.exception("assembling trace %s failed", trace_id)
             self._telemetry.traces_without_turn("internal_error")
+            self._observe(trace_id, None, NoTurn("internal_error"), explanation, entry)
             return None
+        for missing in explanation.missing:
+            self._warnings.warn(f"missing:{missing}", f"trace {trace_id}: turn has no {missing.replace('_', ' ')}: "
+                                + next((n for n in explanation.notes if n.startswith(missing.replace('_', ' '))), ""),
+                                logging.INFO)  # a chat app without retrieval is normal
+        self._observe(trace_id, turn, None, explanation, entry)
         self._telemetry.turns_assembled(turn.convention)
         self._downstream.consume_turn(turn)
         return turn
+
+    def _observe(self, trace_id: str, turn: Turn | None, no_turn: NoTurn | None, explanation: Explanation,
+                 entry: _Pending) -> None:
+        if self._observer is not None:
+            self._observer.trace_done(trace_id, turn, no_turn, explanation, len(entry.spans), len(entry.logs))
 
     def assemble_due(self, now: float | None = None, limit: int | None = None) -> int:
         """Assemble traces whose time has come; return how many were completed."""

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from monitor.config import AssemblyConfig
+from monitor.assembly.config import AssemblyConfig
 from monitor.interfaces import Telemetry
 from monitor.model import Conversation, Turn
 

@@ -23,6 +23,7 @@ __all__ = [
     "as_float",
     "as_int",
     "as_str",
+    "input_text",
 ]
 
 
@@ -210,3 +211,48 @@ def documents_from_value(value: Any) -> list[Document] | None:
     # Every element must look like a document; a list of arbitrary dicts is not a retrieval.
     return found if found and len(found) == len(data) else None
 
+
+
+# Keys under which frameworks pass the end user's request into a chain, pipeline or workflow,
+# most specific first (LangChain chain inputs, LlamaIndex query bundles, Haystack pipeline inputs,
+# traceloop decorator arguments).
+_INPUT_KEYS = ("question", "query", "query_str", "user_input", "input", "user_query", "prompt", "message", "q",
+               "text", "content")
+_INPUT_WRAPPERS = ("inputs", "kwargs", "input_data", "data", "args")
+
+
+def input_text(value: Any, _depth: int = 0) -> str | None:
+    """The user's request inside a chain/workflow input: plain text, or a JSON object holding it
+    under a well-known key (possibly one or two wrappers deep), or the first positional argument."""
+    if _depth > 3:
+        return None
+    data = load_json(value) if isinstance(value, (str, bytes, bytearray)) else value
+    if data is None:
+        # Not JSON: plain text (OpenInference's text/plain input.value).
+        text = as_str(value)
+        return text.strip() or None if text else None
+    if isinstance(data, str):
+        return data.strip() or None
+    if isinstance(data, dict):
+        for key in _INPUT_KEYS:
+            v = data.get(key)
+            if isinstance(v, str) and v.strip():
+                return v
+            if isinstance(v, dict):
+                inner = input_text(v, _depth + 1)
+                if inner:
+                    return inner
+        for key in _INPUT_WRAPPERS:
+            if key in data:
+                inner = input_text(data[key], _depth + 1)
+                if inner:
+                    return inner
+        # A message-shaped input ({"messages": [...]}): the last user message.
+        msgs = genai_messages(data) if isinstance(data.get("messages"), list) else []
+        return next((m.content for m in reversed(msgs) if m.role in ("user", "human")), None)
+    if isinstance(data, list) and data:
+        if all(isinstance(m, dict) and "role" in m for m in data):
+            msgs = genai_messages(data)
+            return next((m.content for m in reversed(msgs) if m.role in ("user", "human")), None)
+        return input_text(data[0], _depth + 1)
+    return None

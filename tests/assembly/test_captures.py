@@ -1,10 +1,11 @@
-"""Turns assembled from payloads captured from the real instrumentation libraries.
+"""Turns assembled from payloads captured from the real instrumentation and framework libraries.
 
-``tests/testdata/captures/*`` hold the OTLP bodies that opentelemetry-instrumentation-openai-v2,
-openinference-instrumentation-openai and OpenLLMetry (traceloop) sent for scripted RAG requests
-(see the README there); ``expected.jsonl`` is what the app actually sent. Every field of every
-turn is compared. The live path (same libraries exporting to a running sidecar) is covered in
-tests/test_instrumentation_live.py.
+``tests/testdata/captures/*`` hold the OTLP bodies that real apps sent: the openai-level
+instrumentations (``tests/support/rag_app.py``, see the README there) and the framework stacks
+(``tests/frameworks/<stack>/``: LangChain, LlamaIndex, Haystack, pydantic-ai, OpenAI Agents,
+OpenLIT); ``expected.jsonl`` is what the app and the model server really exchanged. Every field of
+every turn is compared. The live path is covered in tests/test_instrumentation_live.py and
+tests/frameworks/test_frameworks_live.py.
 """
 
 from __future__ import annotations
@@ -28,10 +29,25 @@ def expected_turns(case: str) -> list[dict]:
     return sorted(rows, key=lambda r: r["trace_id"])
 
 
-def assert_turn_matches(got: dict, exp: dict) -> None:
+# Fields a stack never records anywhere in its spans or log records (test_absent_fields_are_absent
+# proves it on the capture bytes). The turn must then leave them empty — never guess them from
+# another field (a response model is not a request model).
+NOT_ON_THE_WIRE: dict[str, frozenset[str]] = {
+    # Haystack's tracer and OpenInference's Haystack instrumentation keep the generator's reply
+    # meta (response model, usage) but neither the requested model nor the response id.
+    "haystack-native": frozenset({"request_model", "response_id"}),
+    "haystack-openinference": frozenset({"request_model", "response_id"}),
+}
+
+
+def absent_fields(case: str) -> frozenset[str]:
+    return next((f for prefix, f in NOT_ON_THE_WIRE.items() if case.startswith(prefix + "-")), frozenset())
+
+
+def assert_turn_matches(got: dict, exp: dict, absent: frozenset[str] = frozenset()) -> None:
     for key in ("trace_id", "conversation_id", "question", "answer", "history", "system_prompt",
                 "request_model", "response_model", "service", "response_id"):
-        assert got[key] == exp[key], key
+        assert got[key] == (None if key in absent else exp[key]), key
     assert got["documents"] == [{"id": d["id"], "content": d["content"], "score": d["score"]} for d in exp["documents"]]
     # usage is the turn's cost: every chat call of the trace (an agent makes several).
     calls = exp["chat_call_details"]
@@ -54,7 +70,31 @@ def test_captured_traces_assemble_field_by_field(case):
     exp = expected_turns(case)
     assert len(got) == len(exp)
     for g, e in zip(got, exp):
-        assert_turn_matches(g, e)
+        assert_turn_matches(g, e, absent_fields(case))
+
+
+def _attribute_strings(node: object) -> list[str]:
+    if isinstance(node, dict):
+        return [s for v in node.values() for s in _attribute_strings(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in _attribute_strings(v)]
+    return [node] if isinstance(node, str) else []
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if absent_fields(c)])
+def test_absent_fields_are_absent(case):
+    """An allowance in NOT_ON_THE_WIRE holds only while the value really is nowhere in the capture."""
+    from tests.support.capture_server import decode_file
+
+    directory = CAPTURES / case
+    texts = [s for f in sorted(directory.glob("traces-*")) + sorted(directory.glob("logs-*"))
+             for s in _attribute_strings(decode_file(f))]
+    for exp in expected_turns(case):
+        for key in absent_fields(case):
+            value = exp[key]
+            assert value, (key, "the app's truth has no value: nothing to be absent")
+            # As an attribute value, or as a quoted JSON/repr token inside one.
+            assert not any(t == value or f'"{value}"' in t or f"'{value}'" in t for t in texts), (key, value)
 
 
 def test_inspect_cli_prints_one_json_object_per_turn():

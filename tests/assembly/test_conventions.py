@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from monitor.assembly.conventions import NoTurn, build_turn
-from monitor.config import AssemblyConfig, AttributeMapping
+from monitor.assembly.turns import NoTurn, build_turn
+from monitor.assembly.config import AssemblyConfig, AttributeMapping
 from monitor.model import LogRecord, SpanRecord
 
 T = "ab" * 16
