@@ -167,28 +167,40 @@ def indexed_documents(attrs: Mapping[str, Any], prefix: str) -> list[Document]:
     out = []
     for _, f in sorted(indexed(attrs, prefix).items()):
         title = None
+        score = as_float(f.get("document.score"))
         meta = load_json(f.get("document.metadata"))
         if isinstance(meta, dict):
             title = as_str(meta.get("title"))
-        doc = Document(as_str(f.get("document.id")), as_str(f.get("document.content")),
-                       as_float(f.get("document.score")), title)
+            if score is None:
+                score = next((as_float(meta[k]) for k in _SCORE_KEYS if as_float(meta.get(k)) is not None), None)
+        doc = Document(as_str(f.get("document.id")), as_str(f.get("document.content")), score, title)
         if doc.id is not None or doc.content is not None:
             out.append(doc)
     return out
 
 
 _CONTENT_KEYS = ("content", "text", "page_content", "document", "chunk", "body")
-_ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "uri", "source")
-_SCORE_KEYS = ("score", "relevance_score", "similarity", "distance")
+_ID_KEYS = ("id", "id_", "doc_id", "document_id", "node_id", "chunk_id", "uri")
+_SCORE_KEYS = ("score", "relevance_score", "similarity", "similarity_score")
 
 
 def _doc_from_mapping(item: Mapping[str, Any]) -> Document | None:
+    # LlamaIndex NodeWithScore: {"node": {"id_", "text", "metadata"}, "score"}.
+    node = item.get("node")
+    if isinstance(node, dict):
+        item = {**node, "score": item.get("score", node.get("score"))}
+    # LangChain's serialised Document: {"lc": 1, "kwargs": {"id", "page_content", "metadata"}}.
+    if isinstance(item.get("kwargs"), dict) and "page_content" in item["kwargs"]:
+        item = item["kwargs"]
     meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
     content = next((as_str(item[k]) for k in _CONTENT_KEYS if isinstance(item.get(k), str)), None)
     doc_id = next((as_str(item[k]) for k in _ID_KEYS if item.get(k) is not None and as_str(item[k])), None)
     if doc_id is None:
+        # metadata "source" is a file or URL shared by many chunks, not a chunk id.
         doc_id = next((as_str(meta[k]) for k in _ID_KEYS if meta.get(k) is not None and as_str(meta[k])), None)
     score = next((as_float(item[k]) for k in _SCORE_KEYS if as_float(item.get(k)) is not None), None)
+    if score is None:  # frameworks without a score field keep it in the metadata
+        score = next((as_float(meta[k]) for k in _SCORE_KEYS if as_float(meta.get(k)) is not None), None)
     title = as_str(item.get("title")) or as_str(meta.get("title"))
     if content is None and doc_id is None:
         return None
@@ -197,27 +209,28 @@ def _doc_from_mapping(item: Mapping[str, Any]) -> Document | None:
 
 def documents_from_value(value: Any) -> list[Document] | None:
     """A list of document-like objects (GenAI ``gen_ai.retrieval.documents``, a traceloop task
-    output, a custom attribute) → documents; None when the value is not such a list."""
+    output, a tool result, a custom attribute) → documents; None when the value is not such a list.
+    Elements may themselves be JSON strings (OpenLLMetry's LlamaIndex retriever output)."""
     data = load_json(value)
     if isinstance(data, dict):
-        for key in ("documents", "docs", "results", "chunks", "context"):
+        for key in ("documents", "docs", "results", "chunks", "context", "nodes", "source_nodes"):
             if isinstance(data.get(key), list):
                 data = data[key]
                 break
     if not isinstance(data, list) or not data:
         return None
-    docs = [_doc_from_mapping(item) for item in data if isinstance(item, dict)]
+    items = [load_json(item) if isinstance(item, str) else item for item in data]
+    docs = [_doc_from_mapping(item) for item in items if isinstance(item, dict)]
     found = [d for d in docs if d is not None]
     # Every element must look like a document; a list of arbitrary dicts is not a retrieval.
     return found if found and len(found) == len(data) else None
 
 
-
 # Keys under which frameworks pass the end user's request into a chain, pipeline or workflow,
 # most specific first (LangChain chain inputs, LlamaIndex query bundles, Haystack pipeline inputs,
 # traceloop decorator arguments).
-_INPUT_KEYS = ("question", "query", "query_str", "user_input", "input", "user_query", "prompt", "message", "q",
-               "text", "content")
+_INPUT_KEYS = ("question", "query", "query_str", "user_input", "input", "user_query", "str_or_query_bundle",
+               "query_bundle", "prompt", "message", "q", "text", "content")
 _INPUT_WRAPPERS = ("inputs", "kwargs", "input_data", "data", "args")
 
 

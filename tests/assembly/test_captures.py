@@ -37,6 +37,12 @@ NOT_ON_THE_WIRE: dict[str, frozenset[str]] = {
     # meta (response model, usage) but neither the requested model nor the response id.
     "haystack-native": frozenset({"request_model", "response_id"}),
     "haystack-openinference": frozenset({"request_model", "response_id"}),
+    # OpenInference's LlamaIndex LLM span: llm.model_name is the requested name and the output is
+    # the message text; the raw OpenAI response (its model and id) is not kept.
+    "llamaindex-openinference": frozenset({"response_model", "response_id"}),
+    # OpenInference's Agents instrumentation stores the Responses API *response* as the
+    # invocation parameters: the model that answered is there, the one requested is not.
+    "openaiagents-openinference": frozenset({"request_model"}),
 }
 
 

@@ -47,12 +47,38 @@ _HINT = ("OpenInference: message content is hidden; unset OPENINFERENCE_HIDE_INP
 
 
 def _response(a: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The provider's response, when the instrumentation kept it as JSON in ``output.value``."""
+    """The provider's response, when the instrumentation kept it as JSON in ``output.value``:
+    OpenAI's own response object, or LangChain's LLMResult (``llm_output`` / the generation's
+    ``response_metadata``), normalised to ``{"id", "model"}`` plus what OpenAI returned."""
     value = a.get(OUTPUT_VALUE)
     if not isinstance(value, str) or '"id"' not in value:
         return None
     resp = load_json(value)
-    return resp if isinstance(resp, dict) else None
+    if not isinstance(resp, dict):
+        return None
+    if isinstance(resp.get("generations"), list):
+        meta: dict[str, Any] = {}
+        llm_output = resp.get("llm_output")
+        try:
+            message = resp["generations"][-1][-1]["message"]
+            kwargs = message.get("kwargs", message.get("data", {}))
+            meta = kwargs.get("response_metadata") or {}
+        except (IndexError, KeyError, TypeError, AttributeError):
+            meta = {}
+        merged = {**(llm_output if isinstance(llm_output, dict) else {}), **meta}
+        return {"id": merged.get("id"), "model": merged.get("model_name") or merged.get("model")}
+    return resp
+
+
+def _requested_model(a: Mapping[str, Any]) -> str | None:
+    params = load_json(a.get(INVOCATION_PARAMETERS))
+    if not isinstance(params, dict):
+        return None
+    # The OpenAI Agents instrumentation stores the whole Responses API *response* here; its
+    # "model" is the one that answered, not the one asked for.
+    if "id" in params and ("output" in params or "created_at" in params or "object" in params):
+        return None
+    return as_str(params.get("model")) or as_str(params.get("model_name"))
 
 
 def _value_messages(a: Mapping[str, Any]) -> tuple[list[Message], list[Message]]:
@@ -88,8 +114,7 @@ class OpenInference:
         if not inputs:
             inputs, from_value = _value_messages(a)
             outputs = outputs or from_value
-        params = load_json(a.get(INVOCATION_PARAMETERS))
-        requested = (as_str(params.get("model")) or as_str(params.get("model_name"))) if isinstance(params, dict) else None
+        requested = _requested_model(a)
         resp = _response(a)
         return LlmCall(
             self.name,
