@@ -123,13 +123,18 @@ def _split(inputs: Sequence[Message]) -> tuple[str | None, list[Message], list[s
 
 
 def _is_templated(message: str, request: str, documents: Sequence[Document]) -> bool:
-    """``message`` is a prompt built around ``request`` (a stuffed/templated RAG prompt)."""
-    if request == message or request not in message:
+    """``message`` is a prompt built around ``request`` (a stuffed/templated RAG prompt): it holds
+    the request plus retrieved text, or the request fills a slot of its own ("Question: …" on a
+    line). A question that merely contains a short retrieval query is not a template."""
+    if len(request) < 3 or request == message or request not in message:
         return False
     if any(d.content and d.content[:80] in message for d in documents if len(d.content or "") >= 20):
         return True
-    # Without documents to recognise, require the template to dwarf the request.
-    return len(message) >= 2 * len(request) + 40
+    at = message.find(request)
+    before, after = message[:at].rstrip(" \t"), message[at + len(request):].lstrip(" \t")
+    slot_start = before == "" or before.endswith(("\n", ":", '"', "'", "`"))
+    slot_end = after == "" or after.startswith(("\n", '"', "'", "`"))
+    return slot_start and slot_end and len(message) >= len(request) + 20
 
 
 def _documents(reading: _Reading, before_ns: int, mapping: AttributeMapping) -> tuple[Retrieval | None, SpanRecord | None]:

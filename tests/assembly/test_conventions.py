@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from monitor.assembly.turns import NoTurn, build_turn
+from monitor.assembly.messages import documents_from_value, input_text
+from monitor.assembly.turns import Explanation, NoTurn, build_turn
 from monitor.assembly.config import AssemblyConfig, AttributeMapping
 from monitor.model import LogRecord, SpanRecord
 
@@ -140,3 +141,107 @@ async def test_assembler_counts_traces_without_turn():
     assembler.consume_spans([span("0000000000000001", start=0, end=10)])
     assembler.flush()
     assert telemetry.counts[("traces_without_turn", "no_chat_call")] == 1
+
+
+def test_a_short_retrieval_query_inside_the_question_does_not_replace_it():
+    question = "How long do refunds take for annual plans, and who approves them?"
+    spans = [
+        span("0000000000000001", start=0, end=1000, name="POST /chat"),
+        span("0000000000000002", "0000000000000001", start=10, end=20, **{
+            "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": "refunds",
+            "gen_ai.retrieval.documents": json.dumps([{"id": "d", "content": "Refunds take 5 days.", "score": 1}])}),
+        span("0000000000000003", "0000000000000001", start=30, end=40, **{
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}]),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "5 days."}]}])}),
+    ]
+    assert build_turn(spans, [], AttributeMapping()).question == question
+
+
+def test_stuffed_prompt_yields_the_chain_input_and_says_so():
+    docs = [{"id": "d1", "content": "Refunds take 5 to 7 business days once approved.", "score": 0.9}]
+    stuffed = f"Answer using the context.\nQuestion: How long do refunds take?\nContext: {docs[0]['content']}\nAnswer:"
+    spans = [
+        span("0000000000000001", start=0, end=1000, name="chain", **{
+            "openinference.span.kind": "CHAIN", "input.value": json.dumps({"question": "How long do refunds take?"})}),
+        span("0000000000000002", "0000000000000001", start=10, end=20, **{
+            "openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.id": "d1",
+            "retrieval.documents.0.document.content": docs[0]["content"]}),
+        span("0000000000000003", "0000000000000001", start=30, end=40, **{
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": stuffed,
+            "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "5-7 days."}),
+    ]
+    explanation = Explanation()
+    turn = build_turn(spans, [], AttributeMapping(), explanation=explanation)
+    assert turn.question == "How long do refunds take?"
+    assert any("template" in n for n in explanation.notes)
+
+
+def test_wrapper_llm_span_is_skipped_and_its_tokens_not_counted_twice():
+    spans = [
+        span("0000000000000001", start=0, end=1000, name="predict", **{
+            "openinference.span.kind": "LLM", "llm.prompt_template.template": "Context: {c}\nQuery: {q}",
+            "output.value": "Yes.", "llm.token_count.prompt": 50, "llm.token_count.completion": 2}),
+        span("0000000000000002", "0000000000000001", start=10, end=900, name="chat", **{
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "Is it on?",
+            "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "Yes.",
+            "llm.token_count.prompt": 50, "llm.token_count.completion": 2}),
+    ]
+    turn = build_turn(spans, [], AttributeMapping())
+    assert (turn.question, turn.chat_span_id) == ("Is it on?", "0000000000000002")
+    assert (turn.usage.input_tokens, turn.usage.output_tokens) == (50, 2)
+
+
+def test_llm_span_without_content_names_the_switch():
+    spans = [span("0000000000000001", start=0, end=10, name="ChatCompletion", **{
+        "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini"})]
+    with pytest.raises(NoTurn) as err:
+        build_turn(spans, [], AttributeMapping())
+    assert err.value.reason == "no_message_content"
+    assert "OPENINFERENCE_HIDE_INPUTS" in err.value.hint
+
+
+def test_history_drops_tool_traffic_and_system_prompt_is_not_repeated():
+    msgs = [
+        {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "Refunds?"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "name": "search", "arguments": {"q": "refunds"}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "response": "[...]"}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": "5 days."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "And monthly plans?"}]},
+    ]
+    spans = [span("0000000000000001", start=0, end=10, **{
+        "gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(msgs),
+        "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "No."}]}]),
+        "gen_ai.response.model": "gpt-4o-mini-2024-07-18"})]
+    turn = build_turn(spans, [], AttributeMapping())
+    assert [(m.role, m.content) for m in turn.history] == [("user", "Refunds?"), ("assistant", "5 days.")]
+    assert turn.system_prompt == "Be brief."
+    assert (turn.request_model, turn.response_model) == (None, "gpt-4o-mini-2024-07-18")
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("How long?", "How long?"),
+    (json.dumps({"question": "Q1", "history": []}), "Q1"),
+    (json.dumps({"str_or_query_bundle": {"query_str": "Q2"}}), "Q2"),
+    (json.dumps({"args": ["Q3", [], False], "kwargs": {}}), "Q3"),
+    (json.dumps({"inputs": {"input": "Q4"}}), "Q4"),
+    (json.dumps({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "Q5"}]}), "Q5"),
+    (json.dumps({"unrelated": 3}), None),
+])
+def test_input_text_finds_the_request_in_framework_inputs(value, expected):
+    assert input_text(value) == expected
+
+
+def test_llamaindex_nodes_serialised_as_json_strings_are_documents():
+    node = {"node": {"id_": "kb-1", "text": "Refunds take 5 days.", "metadata": {"title": "Refunds"}}, "score": 0.8}
+    (doc,) = documents_from_value(json.dumps([json.dumps(node)]))
+    assert (doc.id, doc.content, doc.score, doc.title) == ("kb-1", "Refunds take 5 days.", 0.8, "Refunds")
+
+
+def test_metadata_source_is_not_a_document_id_but_metadata_score_is_a_score():
+    (doc,) = documents_from_value(json.dumps([{"page_content": "x", "metadata": {"source": "faq.md", "score": 0.4}}]))
+    assert (doc.id, doc.score) == (None, 0.4)
