@@ -94,6 +94,8 @@ class StoreConfig(_Section):
     queue_size: int = Field(10_000, gt=0, description="results waiting to be written; more are dropped and counted")
     batch_size: int = Field(256, gt=0)
     flush_interval_seconds: float = Field(1.0, gt=0)
+    backlog_flush_seconds: float = Field(
+        0.2, gt=0, le=10, description="sampled turns are made durable this often (what a kill -9 can lose)")
     max_text_chars: int = Field(4000, gt=0, description="question/answer/reason are cut to this length")
 
 

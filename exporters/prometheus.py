@@ -43,6 +43,7 @@ class PrometheusTelemetry:
         self._capped = c["rag_monitor_label_values_capped_total"]
         self._store_failed = c["rag_monitor_store_write_failures_total"]
         self._jsonl_failed = c["rag_monitor_jsonl_write_failures_total"]
+        self._backlog = c["rag_monitor_backlog_total"]
 
     def spans_received(self, transport: str, count: int) -> None:
         self._spans_received.labels(transport).inc(count)
@@ -82,6 +83,9 @@ class PrometheusTelemetry:
 
     def store_write_failed(self, count: int) -> None:
         self._store_failed.inc(count)
+
+    def backlog(self, event: str, count: int) -> None:
+        self._backlog.labels(event).inc(count)
 
     def jsonl_write_failed(self, count: int) -> None:
         self._jsonl_failed.inc(count)

@@ -12,6 +12,11 @@ and hands each one to a single writer thread with its own connection, one transa
 A batch is therefore atomic: after a crash a result is either there with all its scores or absent.
 Reads run on a second thread with a read-only connection; WAL lets them proceed during writes.
 
+A third table, ``pending``, is the evaluation backlog: every sampled turn is written there (in
+the writer thread, every ``backlog_flush_seconds``) before it is evaluated, and deleted in the
+same transaction that stores its result. Turns still pending at a restart — cut off by the
+shutdown deadline or by a kill — are evaluated after the next start (:meth:`load_backlog`).
+
 Retention: at start and every ``retention_interval_seconds`` rows older than ``max_age_hours``
 go; after every batch, when the data pages exceed ``max_bytes`` the oldest results go in chunks
 until the data is under 90% of it, and the freed pages are returned to the file system
@@ -27,6 +32,7 @@ import logging
 import math
 import sqlite3
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +40,8 @@ from typing import Any, Callable, Collection, Protocol, Sequence
 
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import StoreConfig
-from monitor.model import EvaluationResult
+from monitor.model import EvaluationResult, SamplingDecision, Turn
+from monitor.turn_codec import decode_pending, encode_pending
 
 __all__ = ["StoreTelemetry", "StoredEvaluation", "ResultStore", "StoreOpenError", "HIGHER_IS_WORSE"]
 
@@ -45,7 +52,7 @@ log = logging.getLogger(__name__)
 HIGHER_IS_WORSE = frozenset({"hate_unfairness", "sexual", "violence", "self_harm", "jailbreak",
                              "local_jailbreak_attempt", "local_offensive_language"})
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MAX_QUERY_ROWS = 1000
 MAX_REFILL_ROWS = 1_000_000
 _DELETE_CHUNK = 5000
@@ -87,6 +94,15 @@ CREATE INDEX scores_timestamp ON scores(timestamp);
 CREATE INDEX scores_metric_timestamp ON scores(metric, timestamp);
 CREATE INDEX scores_outcome_timestamp ON scores(outcome, timestamp);
 """
+# Version 2: the evaluation backlog (sampled turns not yet evaluated).
+_SCHEMA_PENDING = """
+CREATE TABLE pending (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    trace_id TEXT NOT NULL UNIQUE,
+    created REAL NOT NULL,
+    payload TEXT NOT NULL
+)"""
+_MIGRATIONS = {0: _SCHEMA + ";" + _SCHEMA_PENDING, 1: _SCHEMA_PENDING}
 
 _INSERT_RESULT = """INSERT INTO results (timestamp, trace_id, span_id, conversation_id, service, labels, weight,
     sampling_policy, question, answer, turn_start_unix_nano) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
@@ -101,6 +117,8 @@ class StoreTelemetry(Protocol):
     def queue_dropped(self, queue: str, count: int) -> None: ...
 
     def store_write_failed(self, count: int) -> None: ...
+
+    def backlog(self, event: str, count: int) -> None: ...
 
 
 class StoreOpenError(OSError):
@@ -197,12 +215,12 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version == SCHEMA_VERSION:
         return
-    if version != 0:
+    if version not in _MIGRATIONS:
         raise StoreOpenError(f"exporters.store.path={path!r}: schema version {version} is not {SCHEMA_VERSION} "
                              "(written by another rag-monitor version); use another path")
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for statement in filter(str.strip, _SCHEMA.split(";")):
+        for statement in filter(str.strip, _MIGRATIONS[version].split(";")):
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.execute("COMMIT")
@@ -211,10 +229,28 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
         raise
 
 
-def _insert_batch(conn: sqlite3.Connection, batch: Sequence[tuple[float, EvaluationResult]], max_chars: int) -> None:
-    """Insert ``batch`` in one transaction (all of it or none)."""
+# A backlog operation: ("add", trace id, (turn, decision), time) or ("forget", trace id, None, time).
+PendingOp = tuple[str, str, "tuple[Turn, SamplingDecision] | None", float]
+
+
+def _apply_pending(conn: sqlite3.Connection, ops: Sequence[PendingOp]) -> None:
+    """Backlog inserts and deletes, in the caller's transaction, in the order they were made."""
+    for op, trace_id, item, created in ops:
+        if op == "add" and item is not None:
+            conn.execute("INSERT OR REPLACE INTO pending (trace_id, created, payload) VALUES (?, ?, ?)",
+                         (trace_id, created, encode_pending(*item)))
+        else:
+            conn.execute("DELETE FROM pending WHERE trace_id = ?", (trace_id,))
+
+
+def _insert_batch(conn: sqlite3.Connection, batch: Sequence[tuple[float, EvaluationResult]], max_chars: int,
+                  pending: Sequence[PendingOp] = ()) -> None:
+    """Insert ``batch`` in one transaction (all of it or none), with the backlog operations made
+    before it; a stored result's turn leaves the backlog in the same transaction."""
     conn.execute("BEGIN IMMEDIATE")
     try:
+        _apply_pending(conn, pending)
+        conn.executemany("DELETE FROM pending WHERE trace_id = ?", [(r.turn.trace_id,) for _, r in batch])
         for timestamp, result in batch:
             turn = result.turn
             cursor = conn.execute(_INSERT_RESULT, (
@@ -233,7 +269,8 @@ def _insert_batch(conn: sqlite3.Connection, batch: Sequence[tuple[float, Evaluat
 
 
 def _delete_older_than(conn: sqlite3.Connection, cutoff: float) -> int:
-    """Delete results (and their scores) recorded before ``cutoff``; short transactions."""
+    """Delete results (and their scores) and backlog rows recorded before ``cutoff``."""
+    conn.execute("DELETE FROM pending WHERE created < ?", (cutoff,))
     deleted = 0
     while True:
         n = conn.execute("DELETE FROM results WHERE id IN (SELECT id FROM results WHERE timestamp < ? LIMIT ?)",
@@ -301,6 +338,9 @@ class ResultStore(BatchWriter):
         self._reader: sqlite3.Connection | None = None
         self._failing = False
         self._lost_in_burst = 0
+        # Backlog operations waiting for the writer thread; bounded like the result queue.
+        self._pending_ops: deque[PendingOp] = deque()
+        self._pending_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Open or create the database, apply retention once, start the writer."""
@@ -324,6 +364,78 @@ class ResultStore(BatchWriter):
         self._writer_pool, self._reader_pool = writer_pool, reader_pool
         self._next_retention = loop.time() + self._retention_interval
         self._start_writer()
+        self._pending_task = asyncio.create_task(self._flush_pending_loop(), name="rag-monitor-backlog-writer")
+
+    # ------------------------------------------------------------------ evaluation backlog
+    def defer(self, turn: Turn, decision: SamplingDecision) -> bool:
+        """Remember a sampled turn until its result is stored. False (counted) when the backlog's
+        queue is full or the store is not running: the turn is then evaluated but not durable."""
+        if self._pending_task is None or len(self._pending_ops) >= self._config.queue_size:
+            self._telemetry.backlog("not_persisted", 1)
+            return False
+        self._pending_ops.append(("add", turn.trace_id, (turn, decision), self._clock()))
+        return True
+
+    def forget(self, trace_id: str) -> None:
+        """Drop a turn from the backlog without a result (its evaluation failed for good)."""
+        if self._pending_task is not None:
+            self._pending_ops.append(("forget", trace_id, None, self._clock()))
+
+    def _take_pending(self) -> list[PendingOp]:
+        ops = list(self._pending_ops)
+        self._pending_ops.clear()
+        return ops
+
+    async def _flush_pending_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.backlog_flush_seconds)
+            await self._flush_pending()
+
+    async def _flush_pending(self) -> None:
+        ops = self._take_pending()
+        if not ops:
+            return
+        try:
+            await self._in_writer(self._write_pending, ops)
+        except Exception as exc:
+            self._telemetry.backlog("not_persisted", sum(1 for op in ops if op[0] == "add"))
+            log.error("result store: writing the evaluation backlog to %s failed: %s", self._config.path, exc)
+
+    def _write_pending(self, ops: Sequence[PendingOp]) -> None:
+        assert self._writer is not None
+        self._writer.execute("BEGIN IMMEDIATE")
+        try:
+            _apply_pending(self._writer, ops)
+            self._writer.execute("COMMIT")
+        except BaseException:
+            if self._writer.in_transaction:
+                self._writer.execute("ROLLBACK")
+            raise
+
+    async def backlog_size(self) -> int:
+        rows = await self._query("SELECT count(*) FROM pending", ())
+        return int(rows[0][0])
+
+    async def backlog_ceiling(self) -> int:
+        rows = await self._query("SELECT coalesce(max(seq), 0) FROM pending", ())
+        return int(rows[0][0])
+
+    async def load_backlog(self, after_seq: int, limit: int) -> list[tuple[int, Turn, SamplingDecision]]:
+        """Up to ``limit`` backlog turns with a sequence number above ``after_seq``, oldest first.
+        A payload that cannot be read is counted (``invalid``) and removed."""
+        rows = await self._query("SELECT seq, trace_id, payload FROM pending WHERE seq > ? ORDER BY seq LIMIT ?",
+                                 (after_seq, max(0, limit)))
+        out: list[tuple[int, Turn, SamplingDecision]] = []
+        for seq, trace_id, payload in rows:
+            try:
+                turn, decision = decode_pending(payload)
+            except ValueError as exc:
+                log.warning("result store: backlog row %s is unreadable (%s); removed", seq, exc)
+                self._telemetry.backlog("invalid", 1)
+                self.forget(trace_id)
+                continue
+            out.append((seq, turn, decision))
+        return out
 
     def _open_reader(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._config.path, isolation_level=None, check_same_thread=False)
@@ -332,9 +444,16 @@ class ResultStore(BatchWriter):
         return conn
 
     async def shutdown(self, deadline: float) -> None:
-        """Stop accepting, write what is queued until ``deadline`` (``loop.time()``), close."""
+        """Stop accepting, write what is queued until ``deadline`` (``loop.time()``), close.
+        The backlog is written whatever the deadline: one small transaction, and what it holds
+        is exactly what the next start must not lose."""
+        pending_task, self._pending_task = self._pending_task, None
+        if pending_task is not None:
+            pending_task.cancel()
+            await asyncio.gather(pending_task, return_exceptions=True)
         if not await self._stop_writer(deadline):
             return
+        await self._flush_pending()
         loop = asyncio.get_running_loop()
         writer_pool, reader_pool = self._writer_pool, self._reader_pool
         self._writer_pool = self._reader_pool = None
@@ -357,10 +476,14 @@ class ResultStore(BatchWriter):
             await self._in_writer(self._retention)
 
     async def _write_batch(self, batch: Batch) -> None:
+        pending = self._take_pending()
         try:
-            await self._in_writer(self._write_and_trim, batch)
+            await self._in_writer(self._write_and_trim, batch, pending)
         except Exception as exc:  # disk full, I/O error, a bad value: count it, never stop the writer
             self._telemetry.store_write_failed(len(batch))
+            adds = sum(1 for op in pending if op[0] == "add")
+            if adds:
+                self._telemetry.backlog("not_persisted", adds)
             self._lost_in_burst += len(batch)
             if not self._failing:  # once per burst, not per batch
                 self._failing = True
@@ -371,9 +494,9 @@ class ResultStore(BatchWriter):
             log.warning("result store: writes recovered after %d lost results", self._lost_in_burst)
             self._failing, self._lost_in_burst = False, 0
 
-    def _write_and_trim(self, batch: Sequence[tuple[float, EvaluationResult]]) -> None:
+    def _write_and_trim(self, batch: Sequence[tuple[float, EvaluationResult]], pending: Sequence[PendingOp] = ()) -> None:
         assert self._writer is not None
-        _insert_batch(self._writer, batch, self._config.max_text_chars)
+        _insert_batch(self._writer, batch, self._config.max_text_chars, pending)
         try:
             _enforce_size(self._writer, self._config.max_bytes)
         except sqlite3.Error as exc:  # the batch is committed; trimming retries after the next one

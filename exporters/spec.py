@@ -56,6 +56,10 @@ SELF_TELEMETRY: tuple[Instrument, ...] = (
                "Results lost because the result store could not write them (disk full, I/O error).", "counter"),
     Instrument("rag_monitor_jsonl_write_failures_total", "Results lost because a JSONL sink write failed.",
                "counter"),
+    Instrument("rag_monitor_backlog_total",
+               "Evaluation backlog events: deferred (sampled turns left unevaluated at shutdown, kept for the "
+               "next start), resumed (loaded at start), not_persisted (evaluated without a durable copy), "
+               "invalid (unreadable rows removed).", "counter", ("event",)),
 )
 
 # Values read at scrape time from the running components (custom collector).

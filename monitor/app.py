@@ -87,6 +87,11 @@ class FanOut:
             sink.conversation_closed(conversation)
 
 
+# How long past its own deadline a component's shutdown may run before it is cut off (a bug guard:
+# components stop by themselves at their deadline).
+_SHUTDOWN_GUARD_SECONDS = 2.0
+
+
 class Sidecar:
     """The running pipeline. Construct, ``await start()``, ``await shutdown()``; restartable."""
 
@@ -149,7 +154,7 @@ class Sidecar:
         self.evaluation = EvaluationStage(
             sampling, build_evaluators(cfg.evaluation, self.judge),
             (self.results, self.rolling, *sinks, *self._extra_consumers),
-            self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers)
+            self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=self.store)
         self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)), self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
         self.forwarder = Forwarder(cfg.forward, self.telemetry) if cfg.forward.endpoint else None
@@ -216,16 +221,27 @@ class Sidecar:
         self._started = True
 
     async def shutdown(self, timeout: float | None = None) -> None:
-        """Stop upstream-first within ``timeout`` (default: ``shutdown_deadline_seconds``)."""
+        """Stop upstream-first within ``timeout`` (default: ``shutdown_deadline_seconds``).
+
+        One deadline, shared by design: the stages up to evaluation stop intake and drain until a
+        reserve before it (what evaluation cannot finish stays in the backlog); the sinks after
+        it (store, JSONL, OTLP, events, admin) flush in the reserve. Each component honours the
+        deadline it is given; the guard here only catches a component that does not.
+        """
         self._started = False
         components, self._components = self._components, []
         if not components and self._executor is None:
             return
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + (self.config.shutdown_deadline_seconds if timeout is None else timeout)
+        total = self.config.shutdown_deadline_seconds if timeout is None else timeout
+        deadline = loop.time() + total
+        drain_deadline = deadline - min(2.0, 0.25 * total)
+        sinks = {id(c) for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events, self.admin)
+                 if c is not None}
         for c in reversed(components):
+            own = deadline if id(c) in sinks else drain_deadline
             try:
-                await asyncio.wait_for(c.shutdown(deadline), max(0.1, deadline - loop.time()))
+                await asyncio.wait_for(c.shutdown(own), max(0.0, own - loop.time()) + _SHUTDOWN_GUARD_SECONDS)
             except Exception:  # keep stopping the rest; report once
                 log.exception("shutting down %s failed", type(c).__name__)
         if self._collector is not None:

@@ -111,6 +111,8 @@ class Telemetry(Protocol):
 
     def queue_dropped(self, queue: str, count: int) -> None: ...
 
+    def backlog(self, event: str, count: int) -> None: ...
+
 
 class NullTelemetry:
     """Telemetry that records nothing (tools such as ``inspect`` and unit tests)."""
@@ -146,4 +148,7 @@ class NullTelemetry:
         pass
 
     def queue_dropped(self, queue: str, count: int) -> None:
+        pass
+
+    def backlog(self, event: str, count: int) -> None:
         pass

@@ -6,6 +6,11 @@ into a bounded queue (full → dropped and counted). Workers evaluate with the c
 evaluators (local tier + judge tier) and hand each :class:`EvaluationResult`, carrying the
 Horvitz–Thompson weight of the decision, to every result consumer. Judge token usage goes back to
 the sampler so budget policies learn the cost of a turn.
+
+With a :class:`Backlog` (the result store), every enqueued turn is also made durable and leaves
+the backlog when its result is stored; at shutdown what the deadline cuts off stays there
+(counted ``deferred``) and the next start evaluates it first (``resumed``). Without one, what the
+deadline cuts off is dropped and counted. Either way no accepted turn goes unaccounted.
 """
 
 from __future__ import annotations
@@ -35,11 +40,31 @@ class DecisionSource(Protocol):
     def observe_usage(self, conversation_id: str, metric: str, tokens: int) -> None: ...
 
 
+class Backlog(Protocol):
+    """Durable memory of sampled turns not yet evaluated (``exporters.result_store.ResultStore``)."""
+
+    def defer(self, turn: Turn, decision: SamplingDecision) -> bool:
+        """Remember the turn until its result is stored; never blocks. False: not made durable."""
+        ...
+
+    def forget(self, trace_id: str) -> None: ...
+
+    async def backlog_ceiling(self) -> int:
+        """The highest sequence number in the backlog now (0 when empty)."""
+        ...
+
+    async def load_backlog(self, after_seq: int, limit: int) -> list[tuple[int, Turn, SamplingDecision]]: ...
+
+
 class EvaluationStage:
     """ConversationSink + Component."""
 
     def __init__(self, sampling: DecisionSource, evaluators: Sequence[Evaluator],
-                 consumers: Sequence[ResultConsumer], telemetry: Telemetry, queue_size: int, workers: int) -> None:
+                 consumers: Sequence[ResultConsumer], telemetry: Telemetry, queue_size: int, workers: int,
+                 backlog: Backlog | None = None) -> None:
+        self._backlog = backlog
+        self._resume_task: asyncio.Task[None] | None = None
+        self._in_flight = 0
         self._sampling = sampling
         self._evaluators = tuple(evaluators)
         self._consumers = tuple(consumers)
@@ -65,6 +90,9 @@ class EvaluationStage:
             self._queue.put_nowait((turn, decision))
         except asyncio.QueueFull:
             self._telemetry.queue_dropped(_QUEUE, 1)
+            return
+        if self._backlog is not None:
+            self._backlog.defer(turn, decision)
 
     def conversation_closed(self, conversation: Conversation) -> None:
         self._sampling.forget(conversation.id)
@@ -74,17 +102,51 @@ class EvaluationStage:
             return
         self._accepting = True
         self._workers = [asyncio.create_task(self._work(), name=f"evaluate-{i}") for i in range(self._n_workers)]
+        if self._backlog is not None:
+            self._resume_task = asyncio.create_task(self._resume(self._backlog), name="evaluation-resume")
+
+    async def _resume(self, backlog: Backlog) -> None:
+        """Feed the previous run's backlog into the queue as room frees up, oldest first. New turns
+        are admitted meanwhile; the rows they add lie above the ceiling read at start."""
+        resumed = 0
+        try:
+            ceiling = await backlog.backlog_ceiling()
+            last = 0
+            while self._accepting and last < ceiling:
+                room = self._queue.maxsize - self._queue.qsize()
+                if room < max(1, self._queue.maxsize // 4):
+                    await asyncio.sleep(0.2)
+                    continue
+                rows = [r for r in await backlog.load_backlog(last, room) if r[0] <= ceiling]
+                if not rows:
+                    break
+                for seq, turn, decision in rows:
+                    try:
+                        self._queue.put_nowait((turn, decision))
+                    except asyncio.QueueFull:  # new turns took the room meanwhile: later
+                        break
+                    last = seq
+                    resumed += 1
+        except Exception:  # the store went away: what is left stays for the next start
+            log.exception("resuming the evaluation backlog failed")
+        if resumed:
+            self._telemetry.backlog("resumed", resumed)
+            log.info("evaluation backlog: %d turns from the previous run queued for evaluation", resumed)
 
     async def _work(self) -> None:
         while True:
             turn, decision = await self._queue.get()
+            self._in_flight += 1
             try:
                 await self._evaluate(turn, decision)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a consumer bug must not stop the workers
                 log.exception("evaluating trace %s failed", turn.trace_id)
+                if self._backlog is not None:
+                    self._backlog.forget(turn.trace_id)
             finally:
+                self._in_flight -= 1
                 self._queue.task_done()
 
     async def _evaluate(self, turn: Turn, decision: SamplingDecision) -> None:
@@ -98,23 +160,37 @@ class EvaluationStage:
             consumer.consume_result(result)
 
     async def shutdown(self, deadline: float) -> None:
-        """Stop accepting, let queued turns finish until ``deadline``, cancel the rest."""
+        """Stop accepting, let queued turns finish until ``deadline``, then stop the workers.
+        What is left — queued or cut off mid-evaluation — stays in the backlog (``deferred``) or,
+        without one, is dropped and counted. Never raises, never outlives ``deadline`` by more
+        than the workers' cancellation."""
         self._accepting = False
+        resume, self._resume_task = self._resume_task, None
+        if resume is not None:
+            resume.cancel()
+            await asyncio.gather(resume, return_exceptions=True)
         if not self._workers:
             return
         loop = asyncio.get_running_loop()
         try:
             await asyncio.wait_for(self._queue.join(), max(0.0, deadline - loop.time()))
         except TimeoutError:
-            log.warning("shutdown deadline: %d queued evaluations abandoned", self._queue.qsize())
+            pass
+        left = self._queue.qsize() + self._in_flight
         for w in self._workers:
             w.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
-        dropped = 0
         while not self._queue.empty():
             self._queue.get_nowait()
             self._queue.task_done()
-            dropped += 1
-        if dropped:
-            self._telemetry.queue_dropped(_QUEUE, dropped)
+        if left:
+            if self._backlog is not None:
+                self._telemetry.backlog("deferred", left)
+                log.warning("shutdown deadline: %d sampled turns not evaluated; kept in the backlog for the "
+                            "next start", left)
+            else:
+                self._telemetry.queue_dropped(_QUEUE, left)
+                log.warning("shutdown deadline: %d sampled turns not evaluated and dropped (the result store, "
+                            "which keeps them for the next start, is off)", left)
+        self._in_flight = 0

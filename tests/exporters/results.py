@@ -36,6 +36,7 @@ class WriterTelemetry:
     def __init__(self) -> None:
         self.dropped: Counter[str] = Counter()
         self.write_failed = 0
+        self.backlog_events: Counter[str] = Counter()
 
     def queue_dropped(self, queue: str, count: int) -> None:
         self.dropped[queue] += count
@@ -45,3 +46,6 @@ class WriterTelemetry:
 
     def store_write_failed(self, count: int) -> None:
         self.write_failed += count
+
+    def backlog(self, event: str, count: int) -> None:
+        self.backlog_events[event] += count
