@@ -88,6 +88,8 @@ class AdminConfig(_Section):
     # /api/* and the status page show conversation text: loopback clients only, unless a token
     # is set, which every such request must then carry (Authorization: Bearer …).
     bearer_token: SecretStr | None = Field(None, min_length=1, description="required by /api/* when set")
+    liveness_stall_seconds: float = Field(
+        30.0, gt=0, description="/healthz answers 503 when the pipeline's event loop has not run for this long")
 
 
 class MonitorConfig(_Section):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from exporters.rolling import WindowStats
-from monitor.api import window_document
+from monitor.admin.api import window_document
 from monitor.demo.phases import PhaseStats
 from monitor.demo.traffic import TrafficStats
 

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import aiohttp
 import pytest
 
-from monitor.api import (
+from monitor.admin.api import (
     MAX_LIMIT,
     QueryError,
     decide_access,
@@ -20,7 +20,7 @@ from monitor.api import (
     parse_worst_query,
     summary_document,
 )
-from monitor.status_page import CONTENT_SECURITY_POLICY
+from monitor.admin.status_page import CONTENT_SECURITY_POLICY
 from tests.admin.doubles import NOW, FakeStore, FakeSummary, Point, admin_server, row, window
 from tests.support.recording import RecordingTelemetry
 

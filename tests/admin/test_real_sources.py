@@ -6,7 +6,7 @@ import json
 
 import aiohttp
 
-from monitor.api import evaluation_item, summary_document
+from monitor.admin.api import evaluation_item, summary_document
 from tests.admin.doubles import HOSTILE, NOW, admin_server
 from tests.admin.real_parts import real_sources
 

@@ -1,9 +1,16 @@
 """Admin server on :9464: ``/metrics``, ``/healthz``, ``/readyz``, the status page ``/`` and the
-JSON API ``/api/*`` (documents and access rule in ``monitor.api``, the page in
-``monitor.status_page``).
+JSON API ``/api/*`` (documents and access rule in ``monitor.admin.api``, the page in
+``monitor.admin.status_page``).
+
+The server runs on its own thread and event loop, so health checks and scrapes never queue
+behind ingest, assembly or evaluation on the pipeline's loop (a busy pipeline must not look dead
+to Kubernetes, nor miss Prometheus' scrape timeout). Liveness still reflects a *wedged* pipeline:
+the pipeline's loop beats every second, and ``/healthz`` answers 503 once the last beat is older
+than ``admin.liveness_stall_seconds``. Everything the handlers read is thread-safe: registry
+collection, the store's reader thread, rolling statistics copied in a worker thread.
 
 Rendering the registry costs tens of milliseconds once the score histograms exist, so it runs in
-a worker thread: a scrape never stalls ingest. OpenMetrics is served when the scraper asks for
+a worker thread: a scrape never stalls the health checks. OpenMetrics is served when the scraper asks for
 it (exemplars need it). ``/metrics``, the health checks and the page carry no conversation text
 and are open; ``/api/*`` is loopback-only or token-protected, and its reads (rolling counters,
 SQLite, JSON encoding of up to 1000 rows) run off the event loop too.
@@ -12,7 +19,9 @@ SQLite, JSON encoding of up to 1000 rows) run off the event loop too.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import threading
 import time
 from typing import Awaitable, Callable, Mapping, Sequence
 
@@ -20,7 +29,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from monitor.api import (
+from monitor.admin.api import (
     EvaluationQuery,
     QueryError,
     StoredEvaluationView,
@@ -35,7 +44,7 @@ from monitor.api import (
 from monitor.config import AdminConfig
 from monitor.http_site import start_site
 from monitor.interfaces import Telemetry
-from monitor.status_page import page_response
+from monitor.admin.status_page import page_response
 
 __all__ = ["AdminServer"]
 
@@ -165,6 +174,8 @@ class AdminServer:
     may be None, and then its endpoints answer 503 with a JSON error that the page shows.
     ``telemetry`` counts refused API requests; ``clock`` (unix seconds) is for tests."""
 
+    _BEAT_SECONDS = 1.0
+
     def __init__(self, config: AdminConfig, registry: CollectorRegistry, ready: Callable[[], bool], *,
                  summary: SummarySource | None = None, store: EvaluationQuery | None = None,
                  telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time) -> None:
@@ -173,7 +184,11 @@ class AdminServer:
         self._ready = ready
         token = config.bearer_token.get_secret_value() if config.bearer_token is not None else None
         self._api = _ApiRoutes(token=token, summary=summary, store=store, telemetry=telemetry, clock=clock)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._last_beat = time.monotonic()
         self.port: int | None = None
 
     def _app(self) -> web.Application:
@@ -196,6 +211,9 @@ class AdminServer:
         return web.Response(body=body, headers={"Content-Type": content_type})
 
     async def _healthz(self, request: web.Request) -> web.Response:
+        stalled = time.monotonic() - self._last_beat
+        if stalled > self._config.liveness_stall_seconds:
+            return web.Response(status=503, text=f"pipeline event loop stalled for {stalled:.0f} s\n")
         return web.Response(text="ok\n")
 
     async def _readyz(self, request: web.Request) -> web.Response:
@@ -203,14 +221,59 @@ class AdminServer:
             return web.Response(text="ready\n")
         return web.Response(status=503, text="not ready\n")
 
+    async def _beat(self) -> None:
+        while True:
+            self._last_beat = time.monotonic()
+            await asyncio.sleep(self._BEAT_SECONDS)
+
+    def _serve(self, started: concurrent.futures.Future[int]) -> None:
+        """The admin thread: its own loop, serving until ``shutdown`` stops it."""
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            try:
+                self._runner, port = loop.run_until_complete(
+                    start_site(self._app(), self._config.host, self._config.port, shutdown_timeout=2.0))
+            except BaseException as exc:
+                started.set_exception(exc)
+                return
+            started.set_result(port)
+            loop.run_forever()
+            runner, self._runner = self._runner, None
+            if runner is not None:
+                loop.run_until_complete(runner.cleanup())
+        finally:
+            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.close()
+            self._loop = None
+
     async def start(self) -> None:
-        if self._runner is not None:
+        if self._thread is not None:
             return
-        self._runner, self.port = await start_site(self._app(), self._config.host, self._config.port,
-                                                   shutdown_timeout=2.0)
+        self._last_beat = time.monotonic()
+        self._heartbeat = asyncio.create_task(self._beat(), name="admin-heartbeat")
+        started: concurrent.futures.Future[int] = concurrent.futures.Future()
+        self._thread = threading.Thread(target=self._serve, args=(started,), name="rag-monitor-admin", daemon=True)
+        self._thread.start()
+        try:
+            self.port = await asyncio.wrap_future(started)
+        except BaseException:
+            await self.shutdown(asyncio.get_running_loop().time() + 2.0)
+            raise
         log.info("admin server on http://%s:%s (/ /api /metrics /healthz /readyz)", self._config.host, self.port)
 
     async def shutdown(self, deadline: float) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        heartbeat, self._heartbeat = self._heartbeat, None
+        if heartbeat is not None:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(loop.stop)
+        remaining = max(0.1, deadline - asyncio.get_running_loop().time())
+        await asyncio.to_thread(thread.join, remaining)
+        if thread.is_alive():
+            log.warning("admin server thread did not stop within the shutdown deadline")

@@ -1,68 +1,4 @@
-"""The status page at ``/`` on the admin server: one static HTML document, no build step.
 
-The page holds no conversation text: its script fetches ``/api/summary`` and ``/api/worst`` (the
-same access rules as any API client) and builds the DOM with ``textContent`` only, so a hostile
-question or judge reason stays text. A token given in the URL fragment (``/#token=…``, never the
-query string: fragments are not sent to servers or logged) is kept in ``sessionStorage``, removed
-from the address bar and sent as ``Authorization: Bearer``; on a 401 the page asks for it.
-
-The Content-Security-Policy admits only this document's own script and style (by SHA-256 hash)
-and connections to its own origin. Elements carry stable ``data-*`` attributes
-(``data-metric``, ``data-window``, ``data-field``) for tests and scrapers. Number formats: rates
-``(x*100).toFixed(1) + "%"``, means ``toFixed(2)``, "no data" when a window has no scored turn.
-"""
-
-from __future__ import annotations
-
-import base64
-import hashlib
-
-from aiohttp import web
-
-__all__ = ["PAGE_HTML", "CONTENT_SECURITY_POLICY", "REFRESH_SECONDS", "page_response"]
-
-REFRESH_SECONDS = 10
-
-_STYLE = """
-:root { color-scheme: light dark; --fg: #1b1b1b; --bg: #fff; --mute: #6b6b6b; --line: #ddd;
-        --bad: #b3261e; --accent: #1f5fbf; --card: #f6f6f6; }
-@media (prefers-color-scheme: dark) {
-  :root { --fg: #e6e6e6; --bg: #141414; --mute: #9a9a9a; --line: #333; --bad: #ff8a80;
-          --accent: #8ab4f8; --card: #1e1e1e; }
-}
-* { box-sizing: border-box; }
-body { margin: 0; padding: 0.6rem 0.8rem; font: 14px/1.4 system-ui, sans-serif;
-       color: var(--fg); background: var(--bg); }
-header { display: flex; flex-wrap: wrap; gap: 0.2rem 1rem; align-items: baseline; }
-h1 { font-size: 1.1rem; margin: 0; }
-h2 { font-size: 1rem; margin: 1rem 0 0.3rem; }
-.mute, .sub { color: var(--mute); }
-.sub { font-size: 0.85em; }
-.error { color: var(--bad); }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; }
-th, td { text-align: left; vertical-align: top; padding: 0.25rem 0.6rem 0.25rem 0;
-         border-bottom: 1px solid var(--line); }
-th { font-weight: 600; }
-td.rate { white-space: nowrap; }
-.value { font-size: 1.05em; font-variant-numeric: tabular-nums; font-weight: 600; }
-.nodata { color: var(--mute); font-weight: 400; }
-.up { color: var(--bad); }
-svg.trend { display: block; }
-svg.trend polyline { fill: none; stroke: var(--accent); stroke-width: 1.5; }
-svg.trend circle { fill: var(--accent); }
-svg.trend line { stroke: var(--line); }
-article { background: var(--card); border-radius: 4px; padding: 0.4rem 0.6rem; margin: 0 0 0.5rem; }
-article .head { display: flex; flex-wrap: wrap; gap: 0.2rem 0.8rem; align-items: baseline; }
-dl { margin: 0.3rem 0 0; display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 0.6rem; }
-dt { color: var(--mute); }
-dd { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 9em; overflow-y: auto; }
-code { font: 12px/1.3 ui-monospace, monospace; user-select: all; overflow-wrap: anywhere; }
-button { font: inherit; font-size: 0.85em; padding: 0 0.4rem; }
-form[hidden] { display: none; }
-"""
-
-_SCRIPT = """
 "use strict";
 const REFRESH_MS = __REFRESH_MS__;
 const KEY = "rag-monitor-token";
@@ -83,12 +19,12 @@ function svgEl(tag, attrs) {
 }
 function pct(x) { return (x * 100).toFixed(1) + "%"; }
 function fmtRate(x) { return x === null ? "no data" : pct(x); }
-function fmtMean(x) { return x === null ? "\\u2013" : x.toFixed(2); }
+function fmtMean(x) { return x === null ? "\u2013" : x.toFixed(2); }
 function fmtNum(x) { return Number.isInteger(x) ? String(x) : x.toFixed(2); }
 function fmtScore(item) {
   if (item.value === null) return item.error_type ? item.outcome + " (" + item.error_type + ")" : item.outcome;
-  let text = fmtNum(item.value) + " on " + fmtNum(item.scale[0]) + "\\u2013" + fmtNum(item.scale[1]);
-  return item.label ? text + " \\u00b7 " + item.label : text;
+  let text = fmtNum(item.value) + " on " + fmtNum(item.scale[0]) + "\u2013" + fmtNum(item.scale[1]);
+  return item.label ? text + " \u00b7 " + item.label : text;
 }
 function ago(unix) {
   const s = Math.max(0, Date.now() / 1000 - unix);
@@ -128,7 +64,7 @@ function trendTop(points) {
   return Math.max(0.05, ...points.map(p => p.defect_rate).filter(r => r !== null));
 }
 function trendScale(points) {
-  return points.some(p => p.defect_rate !== null) ? "0\\u2013" + pct(trendTop(points)) : "";
+  return points.some(p => p.defect_rate !== null) ? "0\u2013" + pct(trendTop(points)) : "";
 }
 function sparkline(points) {
   const W = 120, H = 28, P = 2;
@@ -138,7 +74,7 @@ function sparkline(points) {
   const svg = svgEl("svg", { "class": "trend", "width": W, "height": H, "viewBox": `0 0 ${W} ${H}`,
                              "data-field": "trend", "data-points": seen.length, "role": "img" });
   const title = svgEl("title", {});
-  title.textContent = seen.length ? "defect rate per interval, scale 0\\u2013" + pct(top) : "no data";
+  title.textContent = seen.length ? "defect rate per interval, scale 0\u2013" + pct(top) : "no data";
   svg.append(title, svgEl("line", { "x1": 0, "y1": H - P, "x2": W, "y2": H - P }));
   const x = i => (points.length > 1 ? (i / (points.length - 1)) * (W - 2 * P) : (W - 2 * P) / 2) + P;
   const y = r => H - P - (r / top) * (H - 2 * P);
@@ -167,12 +103,12 @@ function windowCell(name, w, longest) {
   // Flag a short window whose interval lies wholly above the longest window's: a real rise, not noise.
   if (longest && longest !== w && w.lower !== null && longest.upper !== null && w.lower > longest.upper) {
     const title = "significantly above the longest window";
-    td.append(" ", el("span", { "class": "up", "data-field": "rising", "title": title }, "\\u25b2"));
+    td.append(" ", el("span", { "class": "up", "data-field": "rising", "title": title }, "\u25b2"));
   }
   const sub = el("div", { "class": "sub" }, "n=", el("span", { "data-field": "n" }, w.evaluations),
-                 " \\u00b7 mean ", el("span", { "data-field": "mean" }, fmtMean(w.mean)));
+                 " \u00b7 mean ", el("span", { "data-field": "mean" }, fmtMean(w.mean)));
   if (w.errors > 0) {
-    sub.append(" \\u00b7 ", el("span", { "class": "error", "data-field": "errors" }, w.errors), " errors");
+    sub.append(" \u00b7 ", el("span", { "class": "error", "data-field": "errors" }, w.errors), " errors");
   }
   if (w.effective_n !== null && w.evaluations > 0 && Math.abs(w.effective_n - w.evaluations) >= 0.5) {
     sub.setAttribute("title", "weighted by sampling; effective n = " + w.effective_n.toFixed(1));
@@ -231,12 +167,12 @@ function renderWorst(doc) {
                    "title": new Date(item.timestamp * 1000).toISOString() }, ago(item.timestamp)),
       el("span", {}, "trace ", el("code", { "data-field": "trace_id" }, item.trace_id), " ",
          copyButton(item.trace_id)),
-      el("span", { "class": "sub" }, item.service + " \\u00b7 conversation ",
+      el("span", { "class": "sub" }, item.service + " \u00b7 conversation ",
          el("span", { "data-field": "conversation_id" }, item.conversation_id))),
     el("dl", {},
       el("dt", {}, "question"), el("dd", { "data-field": "question" }, item.question),
       el("dt", {}, "answer"), el("dd", { "data-field": "answer" }, item.answer),
-      el("dt", {}, "reason"), el("dd", { "data-field": "reason" }, item.reason ?? "\\u2013"))));
+      el("dt", {}, "reason"), el("dd", { "data-field": "reason" }, item.reason ?? "\u2013"))));
   if (!cards.length) {
     cards.push(el("p", { "class": "mute", "data-field": "empty" }, "no evaluated turns in this period"));
   }
@@ -275,7 +211,7 @@ async function refresh() {
                                      load("/api/worst?limit=20", renderWorst, "worst-message")]);
   const status = document.getElementById("status");
   status.textContent = (results.every(Boolean) ? "updated " : "last attempt ") + new Date().toLocaleTimeString()
-                       + " \\u00b7 every " + REFRESH_MS / 1000 + " s";
+                       + " \u00b7 every " + REFRESH_MS / 1000 + " s";
   if (results.every(Boolean)) document.getElementById("auth").hidden = true;
   for (const node of document.querySelectorAll("[data-field=when]")) {
     node.textContent = ago(Number(node.dataset.ts));
@@ -292,55 +228,3 @@ document.getElementById("auth").addEventListener("submit", event => {
 });
 readToken();
 refresh();
-""".replace("__REFRESH_MS__", str(REFRESH_SECONDS * 1000))
-
-_BODY = """<header>
-<h1>rag-monitor</h1>
-<span class="mute" id="generated" data-field="generated"></span>
-<span class="mute" id="status" data-field="status">loading\u2026</span>
-</header>
-<form id="auth" hidden>
-<label>bearer token <input id="token" type="password" autocomplete="off"></label>
-<button type="submit">use</button>
-<span class="sub">or open <code>/#token=\u2026</code></span>
-</form>
-<h2>Defect rates</h2>
-<p class="sub">rate = defects / scored turns, weighted by sampling \u00b7 [95% interval] \u00b7
-n = scored turns in the window \u00b7 \u25b2 = above the longest window's interval</p>
-<p class="error" id="rates-message" data-field="message"></p>
-<div class="scroll" id="rates" data-section="rates"></div>
-<h2>Worst recent turns <span class="sub" id="worst-window"></span></h2>
-<p class="error" id="worst-message" data-field="message"></p>
-<div id="worst" data-section="worst"></div>
-"""
-
-
-def _sha256(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
-
-
-CONTENT_SECURITY_POLICY = (
-    f"default-src 'none'; script-src {_sha256(_SCRIPT)}; style-src {_sha256(_STYLE)}; "
-    "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
-
-PAGE_HTML = (
-    '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-    '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-    '<meta name="referrer" content="no-referrer">\n'
-    '<link rel="icon" href="data:,">\n<title>rag-monitor status</title>\n'
-    f"<style>{_STYLE}</style>\n</head>\n<body>\n{_BODY}<script>{_SCRIPT}</script>\n</body>\n</html>\n"
-)
-
-_HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
-
-
-def page_response() -> web.Response:
-    """The page with its security headers (a fresh response each time: aiohttp sends it once)."""
-    return web.Response(text=PAGE_HTML, content_type="text/html", charset="utf-8", headers=_HEADERS)
