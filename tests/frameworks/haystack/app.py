@@ -23,8 +23,6 @@ the prompt builder. One truth line per turn on stdout; everything else on stderr
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 from typing import Any
@@ -32,7 +30,8 @@ from typing import Any
 # Before haystack is imported: no PostHog telemetry upload.
 os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
 
-from tests.frameworks.truth import ChatCallLog, emit, truth_line  # noqa: E402
+from tests.frameworks import app_common as common  # noqa: E402
+from tests.frameworks.truth import ChatCallLog  # noqa: E402
 from tests.support.rag_app import (  # noqa: E402
     CONVERSATION_QUESTIONS,
     SYSTEM_TEMPLATE,
@@ -62,10 +61,7 @@ class KnowledgeBaseRetriever:
 
 
 STACK = "haystack"
-SERVICE_NAME = "rag-demo-app"
-CHAT_MODEL = "gpt-4o-mini"
-API_KEY = "sk-test-not-a-real-key"
-COMBINATIONS = [["openinference", "conversation"], ["native", "conversation"]]
+COMBINATIONS = [("openinference", "conversation"), ("native", "conversation")]
 
 # The rag_app system prompt, written as Haystack users write it: a ChatPromptBuilder string template
 # whose system message renders the retrieved Documents with Jinja, then the history ChatMessages,
@@ -86,35 +82,6 @@ def log(*args: Any) -> None:
     print(*args, file=sys.stderr, flush=True)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--list", action="store_true")
-    p.add_argument("--instrumentation", choices=[c[0] for c in COMBINATIONS])
-    p.add_argument("--scenario", choices=["conversation"])
-    p.add_argument("--endpoint")
-    p.add_argument("--openai-base-url")
-    p.add_argument("--conversation-id")
-    p.add_argument("--exporter", default="http-protobuf", choices=["http-protobuf"])
-    return p.parse_args(argv)
-
-
-def make_tracer_provider(endpoint: str) -> Any:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    resource = Resource.create({
-        "service.name": SERVICE_NAME,
-        "service.version": "1.4.2",
-        "deployment.environment.name": "test",
-    })
-    provider = TracerProvider(resource=resource)
-    provider.add_span_processor(
-        BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint.rstrip('/')}/v1/traces")))
-    return provider
-
-
 def build_pipeline(openai_base_url: str) -> Any:
     from haystack import Pipeline
     from haystack.components.builders import ChatPromptBuilder
@@ -126,7 +93,7 @@ def build_pipeline(openai_base_url: str) -> Any:
     pipe.add_component("prompt_builder", ChatPromptBuilder(
         template=PROMPT_TEMPLATE, required_variables=["documents", "question"]))
     pipe.add_component("llm", OpenAIChatGenerator(
-        api_key=Secret.from_token(API_KEY), model=CHAT_MODEL, api_base_url=openai_base_url,
+        api_key=Secret.from_token(common.API_KEY), model=common.CHAT_MODEL, api_base_url=openai_base_url,
         generation_kwargs={"temperature": 0.2, "max_tokens": 400}, max_retries=0, timeout=30))
     pipe.connect("retriever.documents", "prompt_builder.documents")
     pipe.connect("prompt_builder.prompt", "llm.messages")
@@ -134,17 +101,10 @@ def build_pipeline(openai_base_url: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.list:
-        print(json.dumps(COMBINATIONS))
-        return 0
-    for name in ("instrumentation", "scenario", "endpoint", "openai_base_url", "conversation_id"):
-        if not getattr(args, name):
-            raise SystemExit(f"--{name.replace('_', '-')} is required")
+    args = common.parse_args(STACK, COMBINATIONS, argv, description=__doc__.split("\n")[0])
 
-    from opentelemetry.trace import SpanKind
-
-    provider = make_tracer_provider(args.endpoint)
+    telemetry = common.Telemetry(args.endpoint)
+    provider = telemetry.tracer_provider
     instrumentor = None
     if args.instrumentation == "openinference":
         from openinference.instrumentation.haystack import HaystackInstrumentor
@@ -163,20 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     from haystack.dataclasses import ChatMessage
 
     pipe = build_pipeline(args.openai_base_url)
-    app_tracer = provider.get_tracer("rag_demo_app", "1.4.2")
     calls = ChatCallLog(args.openai_base_url)
     history: list[ChatMessage] = []  # the app's conversation memory, as Haystack ChatMessages
 
     for question in CONVERSATION_QUESTIONS:
         history_before = [{"role": m.role.value, "content": m.text} for m in history]
-        root_attrs: dict[str, Any] = {
-            "http.request.method": "POST",
-            "http.route": "/chat",
-            "url.path": "/chat",
-            "url.scheme": "http",
-            "server.address": "127.0.0.1",
-            "server.port": 8080,
-        }
+        root_attrs = dict(common.ROOT_SPAN_ATTRIBUTES)
         if args.instrumentation == "native":
             root_attrs["gen_ai.conversation.id"] = args.conversation_id
         if args.instrumentation == "openinference":
@@ -188,9 +140,8 @@ def main(argv: list[str] | None = None) -> int:
 
             session_cm = nullcontext()
 
-        with session_cm, app_tracer.start_as_current_span("POST /chat", kind=SpanKind.SERVER,
-                                                          attributes=root_attrs) as root:
-            trace_id = format(root.get_span_context().trace_id, "032x")
+        with session_cm, common.chat_request_span(telemetry.tracer, root_attrs) as root:
+            trace_id = common.trace_id_of(root)
             result = pipe.run(
                 {"retriever": {"query": question},
                  "prompt_builder": {"question": question, "history": list(history)}},
@@ -198,7 +149,6 @@ def main(argv: list[str] | None = None) -> int:
             )
             reply = result["llm"]["replies"][0]
             answer = reply.text
-            root.set_attribute("http.response.status_code", 200)
 
         prompt = result["prompt_builder"]["prompt"]
         system_prompt = prompt[0].text if prompt and prompt[0].role.value == "system" else None
@@ -208,16 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         sent = turn_calls[-1]["messages"] if turn_calls else []
         if sent and sent[0]["role"] == "system" and sent[0]["content"] != system_prompt:
             log("WARNING: rendered system prompt differs from the one the server got")
-        emit(truth_line(
-            trace_id=trace_id, conversation_id=args.conversation_id, stack=STACK,
-            instrumentation=args.instrumentation, scenario=args.scenario, service=SERVICE_NAME,
-            question=question, answer=answer, history=history_before, system_prompt=system_prompt,
-            documents=documents, calls=turn_calls, retrieval_query=question,
-            root_span_name="POST /chat"))
+        common.emit_turn(args, trace_id=trace_id, question=question, answer=answer, history=history_before,
+                         system_prompt=system_prompt, documents=documents, calls=turn_calls, retrieval_query=question)
         history.extend([ChatMessage.from_user(question), ChatMessage.from_assistant(answer)])
 
-    provider.force_flush()
-    provider.shutdown()
+    telemetry.shutdown()
     if instrumentor is not None:
         instrumentor.uninstrument()
     return 0

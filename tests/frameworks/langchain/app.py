@@ -27,43 +27,19 @@ Stdout: one truth line per turn (``tests/frameworks/truth.py``); everything else
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import socket
 import sys
 from typing import Any
 
+from tests.frameworks import app_common as common
+
 STACK = "langchain"
-SERVICE_NAME = "rag-demo-app"
-CHAT_MODEL = "gpt-4o-mini"
-API_KEY = "sk-test-not-a-real-key"
-INSTRUMENTATIONS = ("openinference", "traceloop")
-SCENARIOS = ("conversation", "stuffed")
+COMBINATIONS = [(i, s) for i in ("openinference", "traceloop") for s in ("conversation", "stuffed")]
 STUFFED_TEMPLATE = "Answer using the context.\nQuestion: {question}\nContext: {context}\nAnswer:"
 STUFFED_QUESTIONS = (
     "How do I restore a single file from last week?",
     "Is my data encrypted at rest?",
 )
-DATA_SOURCE = "acme-help-center"
-
-
-# ------------------------------------------------------------------------------------------------
-# No internet: refuse (and report) any connection that is not to the loopback interface.
-# ------------------------------------------------------------------------------------------------
-
-_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
-_real_getaddrinfo = socket.getaddrinfo
-
-
-def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-    name = host.decode() if isinstance(host, bytes) else host
-    if name is not None and str(name) not in _LOCAL_HOSTS and not str(name).startswith("127."):
-        print(f"[langchain-app] BLOCKED outbound lookup of {name!r}", file=sys.stderr)
-        raise OSError(f"network access to {name!r} blocked by the capture app")
-    return _real_getaddrinfo(host, *args, **kwargs)
-
-
-socket.getaddrinfo = _guarded_getaddrinfo  # type: ignore[assignment]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -71,56 +47,36 @@ socket.getaddrinfo = _guarded_getaddrinfo  # type: ignore[assignment]
 # ------------------------------------------------------------------------------------------------
 
 
-class Telemetry:
-    def __init__(self, instrumentation: str, endpoint: str, exporter: str) -> None:
-        from opentelemetry import trace
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+def setup_telemetry(instrumentation: str, endpoint: str) -> common.Telemetry:
+    """The global provider, instrumented: OpenInference's, or the SDK's under Traceloop."""
+    if instrumentation == "openinference":
+        from openinference.instrumentation import TracerProvider as OITracerProvider
+        from openinference.instrumentation.langchain import LangChainInstrumentor
 
-        if exporter != "http-protobuf":
-            print(f"[langchain-app] exporter {exporter!r} not supported; using http-protobuf", file=sys.stderr)
-        self.instrumentation = instrumentation
-        base = endpoint.rstrip("/")
-        span_exporter = OTLPSpanExporter(endpoint=f"{base}/v1/traces")
-        resource = Resource.create({"service.name": SERVICE_NAME, "service.version": "1.4.2",
-                                    "deployment.environment.name": "test"})
-        if instrumentation == "openinference":
-            from openinference.instrumentation import TracerProvider as OITracerProvider
-            from openinference.instrumentation.langchain import LangChainInstrumentor
+        telemetry = common.Telemetry(endpoint, tracer_provider_class=OITracerProvider, set_global=True)
+        LangChainInstrumentor().instrument(tracer_provider=telemetry.tracer_provider)
+    elif instrumentation == "traceloop":
+        os.environ.setdefault("TRACELOOP_TELEMETRY", "false")
+        os.environ.setdefault("TRACELOOP_TRACE_CONTENT", "true")
+        os.environ.setdefault("TRACELOOP_METRICS_ENABLED", "false")
+        os.environ.setdefault("TRACELOOP_LOGGING_ENABLED", "false")
+        from traceloop.sdk import Traceloop
+        from traceloop.sdk.instruments import Instruments
 
-            self.tracer_provider = OITracerProvider(resource=resource)
-            self.tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
-            trace.set_tracer_provider(self.tracer_provider)
-            LangChainInstrumentor().instrument(tracer_provider=self.tracer_provider)
-        elif instrumentation == "traceloop":
-            os.environ.setdefault("TRACELOOP_TELEMETRY", "false")
-            os.environ.setdefault("TRACELOOP_TRACE_CONTENT", "true")
-            os.environ.setdefault("TRACELOOP_METRICS_ENABLED", "false")
-            os.environ.setdefault("TRACELOOP_LOGGING_ENABLED", "false")
-            from traceloop.sdk import Traceloop
-            from traceloop.sdk.instruments import Instruments
-
-            self.tracer_provider = TracerProvider(resource=resource)
-            trace.set_tracer_provider(self.tracer_provider)
-            # Reuses the global provider; adds BatchSpanProcessor(span_exporter) whose on_start
-            # stamps association properties. api_endpoint points at our collector too, so
-            # nothing can ever default to api.traceloop.com.
-            Traceloop.init(
-                app_name=SERVICE_NAME,
-                api_endpoint=base,
-                exporter=span_exporter,
-                telemetry_enabled=False,
-                instruments={Instruments.LANGCHAIN, Instruments.OPENAI},
-            )
-        else:
-            raise ValueError(instrumentation)
-        self.tracer = self.tracer_provider.get_tracer("rag_demo_app", "1.4.2")
-
-    def shutdown(self) -> None:
-        self.tracer_provider.force_flush()
-        self.tracer_provider.shutdown()
+        telemetry = common.Telemetry(endpoint, export_spans=False, set_global=True)
+        # Reuses the global provider; adds BatchSpanProcessor(span_exporter) whose on_start
+        # stamps association properties. api_endpoint points at our collector too, so
+        # nothing can ever default to api.traceloop.com.
+        Traceloop.init(
+            app_name=common.SERVICE_NAME,
+            api_endpoint=telemetry.endpoint,
+            exporter=telemetry.span_exporter,
+            telemetry_enabled=False,
+            instruments={Instruments.LANGCHAIN, Instruments.OPENAI},
+        )
+    else:
+        raise ValueError(instrumentation)
+    return telemetry
 
 
 # ------------------------------------------------------------------------------------------------
@@ -133,7 +89,7 @@ def build_retriever() -> Any:
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
 
-    from tests.support.rag_app import TOP_K, retrieve
+    from tests.support.rag_app import DATA_SOURCE_ID, TOP_K, retrieve
 
     class HelpCenterRetriever(BaseRetriever):
         """Keyword retriever over the Acme help center (tests.support.rag_app.retrieve)."""
@@ -146,7 +102,7 @@ def build_retriever() -> Any:
                 Document(
                     id=d["id"],
                     page_content=d["content"],
-                    metadata={"id": d["id"], "title": d["title"], "score": d["score"], "source": DATA_SOURCE},
+                    metadata={"id": d["id"], "title": d["title"], "score": d["score"], "source": DATA_SOURCE_ID},
                 )
                 for d in retrieve(query, self.top_k)
             ]
@@ -167,7 +123,7 @@ def doc_dicts(docs: list[Any]) -> list[dict[str, Any]]:
 
 
 class App:
-    def __init__(self, args: argparse.Namespace, telemetry: Telemetry, truth_out: Any) -> None:
+    def __init__(self, args: argparse.Namespace, telemetry: common.Telemetry) -> None:
         from langchain_core.chat_history import InMemoryChatMessageHistory
         from langchain_core.output_parsers import StrOutputParser
         from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
@@ -180,10 +136,9 @@ class App:
 
         self.args = args
         self.telemetry = telemetry
-        self.truth_out = truth_out
         self.calls = ChatCallLog(args.openai_base_url)
-        self.llm = ChatOpenAI(model=CHAT_MODEL, temperature=0.2, max_tokens=400,
-                              base_url=args.openai_base_url, api_key=API_KEY)
+        self.llm = ChatOpenAI(model=common.CHAT_MODEL, temperature=0.2, max_tokens=400,
+                              base_url=args.openai_base_url, api_key=common.API_KEY)
         retriever = build_retriever()
         parser = StrOutputParser()
 
@@ -225,10 +180,6 @@ class App:
     # ------------------------------------------------------------------ one HTTP request
 
     def turn(self, question: str) -> None:
-        from opentelemetry.trace import SpanKind
-
-        from tests.frameworks.truth import emit, truth_line
-
         conv = self.args.conversation_id
         kind = self.args.instrumentation
         scenario = self.args.scenario
@@ -237,8 +188,6 @@ class App:
             history_before = [{"role": "user" if m.type == "human" else "assistant", "content": m.content}
                               for m in self.histories[conv].messages]
 
-        root_attrs = {"http.request.method": "POST", "http.route": "/chat", "url.path": "/chat",
-                      "url.scheme": "http", "server.address": "127.0.0.1", "server.port": 8080}
         if kind == "openinference":
             from openinference.instrumentation import using_session
 
@@ -248,9 +197,8 @@ class App:
 
             session_cm = nullcontext()
 
-        with session_cm, self.telemetry.tracer.start_as_current_span(
-                "POST /chat", kind=SpanKind.SERVER, attributes=root_attrs) as root:
-            trace_id = format(root.get_span_context().trace_id, "032x")
+        with session_cm, common.chat_request_span(self.telemetry.tracer) as root:
+            trace_id = common.trace_id_of(root)
             if kind == "traceloop":
                 from traceloop.sdk import Traceloop
 
@@ -260,16 +208,16 @@ class App:
                     {"question": question}, config={"configurable": {"session_id": conv}})
             else:
                 result = self.stuffed_chain.invoke(question)
-            root.set_attribute("http.response.status_code", 200)
 
         docs = result["docs"] if scenario == "conversation" else result["context"]
         answer = result["answer"]
         calls = self.calls.since_last()
         final_msgs = calls[-1]["messages"] if calls else []
-        system_prompt = final_msgs[0]["content"] if final_msgs and final_msgs[0]["role"] == "system" else None
+        system_prompt = common.system_prompt_of(calls)
         if scenario == "conversation":
             from tests.support.rag_app import SYSTEM_TEMPLATE, format_documents
 
+            assert final_msgs[0]["role"] == "system"
             assert system_prompt == SYSTEM_TEMPLATE.format(documents=format_documents(doc_dicts(docs)))
             assert [m for m in final_msgs[1:-1]] == history_before, (final_msgs, history_before)
         else:
@@ -278,12 +226,8 @@ class App:
         from tests.support.rag_app import ANSWERS
 
         assert answer in ANSWERS.values(), f"fake server fell back to its default answer: {answer!r}"
-        emit(truth_line(
-            trace_id=trace_id, conversation_id=conv, stack=STACK, instrumentation=kind, scenario=scenario,
-            service=SERVICE_NAME, question=question, answer=answer, history=history_before,
-            system_prompt=system_prompt, documents=doc_dicts(docs), calls=calls, retrieval_query=question,
-            root_span_name="POST /chat",
-        ), self.truth_out)
+        common.emit_turn(self.args, trace_id=trace_id, question=question, answer=answer, history=history_before,
+                         system_prompt=system_prompt, documents=doc_dicts(docs), calls=calls, retrieval_query=question)
 
     def run(self) -> None:
         from tests.support.rag_app import CONVERSATION_QUESTIONS
@@ -294,26 +238,12 @@ class App:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--list", action="store_true")
-    p.add_argument("--instrumentation", choices=INSTRUMENTATIONS)
-    p.add_argument("--scenario", choices=SCENARIOS)
-    p.add_argument("--endpoint")
-    p.add_argument("--openai-base-url")
-    p.add_argument("--conversation-id")
-    p.add_argument("--exporter", default="http-protobuf")
-    args = p.parse_args(argv)
-    if args.list:
-        print(json.dumps([[i, s] for i in INSTRUMENTATIONS for s in SCENARIOS]))
-        return 0
+    args = common.parse_args(STACK, COMBINATIONS, argv, description=__doc__.split("\n")[0])
+    common.guard_network(STACK)
     # Library chatter (traceloop banners, deprecation warnings) goes to stderr; stdout = truth only.
-    truth_out = sys.stdout
-    sys.stdout = sys.stderr
-    telemetry = Telemetry(args.instrumentation, args.endpoint, args.exporter)
-    try:
-        App(args, telemetry, truth_out).run()
-    finally:
-        telemetry.shutdown()
+    common.stdout_to_stderr()
+    with setup_telemetry(args.instrumentation, args.endpoint) as telemetry:
+        App(args, telemetry).run()
     return 0
 
 

@@ -28,57 +28,19 @@ stack's way inside that span (as a web handler would do it). One truth line per 
 from __future__ import annotations
 
 import argparse
-import ipaddress
-import json
 import os
-import socket
 import sys
 from typing import Any
 
+from tests.frameworks import app_common as common
+
 COMBINATIONS = [
-    ["openinference", "chat"],
-    ["openinference", "query"],
-    ["traceloop", "chat"],
-    ["traceloop", "query"],
+    ("openinference", "chat"),
+    ("openinference", "query"),
+    ("traceloop", "chat"),
+    ("traceloop", "query"),
 ]
 STACK = "llamaindex"
-SERVICE_NAME = "rag-demo-app"
-CHAT_MODEL = "gpt-4o-mini"
-TOP_K = 3
-
-
-# ------------------------------------------------------------------------------------------------
-# No internet: anything but loopback fails loudly (tiktoken BPE, nltk data, telemetry, ...)
-# ------------------------------------------------------------------------------------------------
-
-
-def _is_loopback(host: Any) -> bool:
-    if host in ("localhost", None):
-        return True
-    try:
-        return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
-    except ValueError:
-        return False
-
-
-def guard_network() -> None:
-    real_getaddrinfo = socket.getaddrinfo
-    real_connect = socket.socket.connect
-
-    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _is_loopback(host):
-            print(f"[llamaindex app] BLOCKED name lookup of {host!r}", file=sys.stderr)
-            raise socket.gaierror(f"network blocked in capture app: {host}")
-        return real_getaddrinfo(host, *args, **kwargs)
-
-    def connect(self: socket.socket, address: Any) -> Any:
-        if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(address[0]):
-            print(f"[llamaindex app] BLOCKED connect to {address!r}", file=sys.stderr)
-            raise OSError(f"network blocked in capture app: {address}")
-        return real_connect(self, address)
-
-    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
-    socket.socket.connect = connect  # type: ignore[method-assign]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -86,91 +48,59 @@ def guard_network() -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-class Telemetry:
-    def __init__(self, instrumentation: str, endpoint: str) -> None:
-        from opentelemetry import _logs, trace
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk._logs import LoggerProvider
-        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+def setup_telemetry(instrumentation: str, endpoint: str) -> common.Telemetry:
+    """Global tracer + logger providers, instrumented the stack's way."""
+    if instrumentation == "openinference":
+        # OpenInference's provider: OITracers add session.id etc. from context and the
+        # attribute-count limit is raised (flattened llm.input_messages.N.* keys).
+        from openinference.instrumentation import TracerProvider as OITracerProvider
+        from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 
-        base = endpoint.rstrip("/")
-        span_exporter = OTLPSpanExporter(endpoint=f"{base}/v1/traces")
-        log_exporter = OTLPLogExporter(endpoint=f"{base}/v1/logs")
-        resource = Resource.create({
-            "service.name": SERVICE_NAME,
-            "service.version": "1.4.2",
-            "deployment.environment.name": "test",
-        })
-        self.instrumentation = instrumentation
-        if instrumentation == "openinference":
-            # OpenInference's provider: OITracers add session.id etc. from context and the
-            # attribute-count limit is raised (flattened llm.input_messages.N.* keys).
-            from openinference.instrumentation import TracerProvider as OITracerProvider
+        telemetry = common.Telemetry(endpoint, tracer_provider_class=OITracerProvider, logs=True, set_global=True)
+        LlamaIndexInstrumentor().instrument(tracer_provider=telemetry.tracer_provider)
+    elif instrumentation == "traceloop":
+        os.environ.setdefault("TRACELOOP_TELEMETRY", "false")
+        os.environ.setdefault("TRACELOOP_TRACE_CONTENT", "true")
+        os.environ.setdefault("TRACELOOP_SUPPRESS_WARNINGS", "true")
+        from traceloop.sdk import Traceloop
+        from traceloop.sdk.instruments import Instruments
 
-            self.tracer_provider = OITracerProvider(resource=resource)
-        else:
-            self.tracer_provider = TracerProvider(resource=resource)
-        self.logger_provider = LoggerProvider(resource=resource)
-        self.logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
-        trace.set_tracer_provider(self.tracer_provider)
-        _logs.set_logger_provider(self.logger_provider)
+        telemetry = common.Telemetry(endpoint, export_spans=False, logs=True, set_global=True)
+        # Reuses the global TracerProvider set above and adds its own BatchSpanProcessor
+        # around our exporter. A custom exporter without metrics/logging exporters turns
+        # Traceloop's metrics and log pipelines off (nothing goes to api.traceloop.com).
+        Traceloop.init(
+            app_name=common.SERVICE_NAME,
+            exporter=telemetry.span_exporter,
+            telemetry_enabled=False,
+            instruments={Instruments.LLAMA_INDEX, Instruments.OPENAI},
+        )
+        from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor as TLInstr
 
-        if instrumentation == "openinference":
-            from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+        if not TLInstr().is_instrumented_by_opentelemetry:
+            raise RuntimeError("traceloop did not instrument LlamaIndex (is `llama-index` installed?)")
+    else:
+        raise ValueError(instrumentation)
+    return telemetry
 
-            self.tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
-            LlamaIndexInstrumentor().instrument(tracer_provider=self.tracer_provider)
-        elif instrumentation == "traceloop":
-            os.environ.setdefault("TRACELOOP_TELEMETRY", "false")
-            os.environ.setdefault("TRACELOOP_TRACE_CONTENT", "true")
-            os.environ.setdefault("TRACELOOP_SUPPRESS_WARNINGS", "true")
-            from traceloop.sdk import Traceloop
-            from traceloop.sdk.instruments import Instruments
 
-            # Reuses the global TracerProvider set above and adds its own BatchSpanProcessor
-            # around our exporter. A custom exporter without metrics/logging exporters turns
-            # Traceloop's metrics and log pipelines off (nothing goes to api.traceloop.com).
-            Traceloop.init(
-                app_name=SERVICE_NAME,
-                exporter=span_exporter,
-                telemetry_enabled=False,
-                instruments={Instruments.LLAMA_INDEX, Instruments.OPENAI},
-            )
-            from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor as TLInstr
+def session(instrumentation: str, conversation_id: str) -> Any:
+    """Set the conversation id the stack's documented way; returns a context manager."""
+    from contextlib import contextmanager
 
-            if not TLInstr().is_instrumented_by_opentelemetry:
-                raise RuntimeError("traceloop did not instrument LlamaIndex (is `llama-index` installed?)")
-        else:
-            raise ValueError(instrumentation)
-        self.tracer = self.tracer_provider.get_tracer("rag_demo_app", "1.4.2")
+    if instrumentation == "openinference":
+        from openinference.instrumentation import using_session
 
-    def session(self, conversation_id: str) -> Any:
-        """Set the conversation id the stack's documented way; returns a context manager."""
-        from contextlib import contextmanager
+        return using_session(conversation_id)
 
-        if self.instrumentation == "openinference":
-            from openinference.instrumentation import using_session
+    @contextmanager
+    def traceloop_session() -> Any:
+        from traceloop.sdk import Traceloop
 
-            return using_session(conversation_id)
+        Traceloop.set_association_properties({"session_id": conversation_id})
+        yield
 
-        @contextmanager
-        def traceloop_session() -> Any:
-            from traceloop.sdk import Traceloop
-
-            Traceloop.set_association_properties({"session_id": conversation_id})
-            yield
-
-        return traceloop_session()
-
-    def shutdown(self) -> None:
-        self.tracer_provider.force_flush()
-        self.logger_provider.force_flush()
-        self.tracer_provider.shutdown()
-        self.logger_provider.shutdown()
+    return traceloop_session()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -189,8 +119,8 @@ def configure_llamaindex(openai_base_url: str) -> Any:
     Settings.tokenizer = lambda text: text.split()
     Settings.embed_model = MockEmbedding(embed_dim=8)
     llm = OpenAI(
-        model=CHAT_MODEL,
-        api_key="sk-test-not-a-real-key",
+        model=common.CHAT_MODEL,
+        api_key=common.API_KEY,
         api_base=openai_base_url,
         temperature=0.2,
         max_tokens=400,
@@ -204,7 +134,7 @@ def make_retriever() -> Any:
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-    from tests.support.rag_app import retrieve
+    from tests.support.rag_app import TOP_K, retrieve
 
     class KnowledgeBaseRetriever(BaseRetriever):
         """The help-center search as a LlamaIndex retriever (kb ids, content, score)."""
@@ -231,7 +161,7 @@ def make_retriever() -> Any:
 
 
 class App:
-    def __init__(self, args: argparse.Namespace, telemetry: Telemetry) -> None:
+    def __init__(self, args: argparse.Namespace, telemetry: common.Telemetry) -> None:
         from tests.frameworks.truth import ChatCallLog
 
         self.args = args
@@ -241,46 +171,25 @@ class App:
         self.calls = ChatCallLog(args.openai_base_url)
 
     def turn(self, question: str, run: Any, history: list[dict[str, str]]) -> None:
-        from opentelemetry.trace import SpanKind
-
-        from tests.frameworks.truth import emit, truth_line
-
-        tracer = self.telemetry.tracer
-        attrs = {
-            "http.request.method": "POST",
-            "http.route": "/chat",
-            "url.path": "/chat",
-            "url.scheme": "http",
-            "server.address": "127.0.0.1",
-            "server.port": 8080,
-        }
-        with tracer.start_as_current_span("POST /chat", kind=SpanKind.SERVER, attributes=attrs) as root:
-            trace_id = format(root.get_span_context().trace_id, "032x")
+        with common.chat_request_span(self.telemetry.tracer) as root:
+            trace_id = common.trace_id_of(root)
             # The request handler sets the session, as a web app would (inside the server span).
-            with self.telemetry.session(self.args.conversation_id):
+            with session(self.args.instrumentation, self.args.conversation_id):
                 answer = run(question)
-            root.set_attribute("http.response.status_code", 200)
 
         calls = self.calls.since_last()
-        final_messages = calls[-1].get("messages") or [] if calls else []
-        system = next((m["content"] for m in final_messages if m.get("role") == "system"), None)
-        emit(truth_line(
+        common.emit_turn(
+            self.args,
             trace_id=trace_id,
-            conversation_id=self.args.conversation_id,
-            stack=STACK,
-            instrumentation=self.args.instrumentation,
-            scenario=self.args.scenario,
-            service=SERVICE_NAME,
-            root_span_name="POST /chat",
             question=question,
             answer=answer,
             history=history,
-            system_prompt=system,
+            system_prompt=common.system_prompt_of(calls),
             documents=self.retriever.last_documents,
             retrieval_query=self.retriever.last_query,
             calls=calls,
             intermediate_answers=[c["answer"] for c in calls[:-1]],
-        ), out=sys.__stdout__)
+        )
 
     def run_chat(self) -> None:
         from llama_index.core.chat_engine import CondensePlusContextChatEngine
@@ -302,38 +211,17 @@ class App:
             self.turn(question, lambda q: str(engine.query(q)), [])
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--list", action="store_true")
-    p.add_argument("--instrumentation", choices=sorted({c[0] for c in COMBINATIONS}))
-    p.add_argument("--scenario", choices=sorted({c[1] for c in COMBINATIONS}))
-    p.add_argument("--endpoint", default="http://127.0.0.1:4318")
-    p.add_argument("--openai-base-url")
-    p.add_argument("--conversation-id", default="conv-0001")
-    p.add_argument("--exporter", choices=["http-protobuf"], default="http-protobuf")
-    args = p.parse_args(argv)
-    if not args.list and not (args.instrumentation and args.scenario and args.openai_base_url):
-        p.error("--instrumentation, --scenario and --openai-base-url are required")
-    return args
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.list:
-        print(json.dumps(COMBINATIONS))
-        return 0
-    guard_network()
+    args = common.parse_args(STACK, COMBINATIONS, argv, description=__doc__.split("\n")[0])
+    common.guard_network(STACK)
     # Truth lines own stdout; libraries that print (Traceloop does) go to stderr.
-    sys.stdout = sys.stderr
-    telemetry = Telemetry(args.instrumentation, args.endpoint)
-    try:
+    common.stdout_to_stderr()
+    with setup_telemetry(args.instrumentation, args.endpoint) as telemetry:
         app = App(args, telemetry)
         if args.scenario == "chat":
             app.run_chat()
         else:
             app.run_query()
-    finally:
-        telemetry.shutdown()
     return 0
 
 

@@ -35,46 +35,10 @@ import json
 import sys
 from typing import Any
 
-from tests.frameworks.truth import ChatCallLog, emit, truth_line
-from tests.support.rag_app import CONVERSATION_QUESTIONS, retrieve
+from tests.frameworks import app_common as common
 
 STACK = "openaiagents"
-INSTRUMENTATION = "openinference"
-SCENARIOS = ("conversation", "retriever", "stream")
-SERVICE_NAME = "rag-demo-app"
-CHAT_MODEL = "gpt-4o-mini"
-TOP_K = 3
-API_KEY = "sk-test-not-a-real-key"
-INSTRUCTIONS = (
-    "You are the Acme Cloud Backup support assistant. Always call the search_docs tool to look the "
-    "question up in the help center, then answer using only the documents it returns. Cite document "
-    "ids in square brackets. If the documents do not contain the answer, say you don't know."
-)
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--list", action="store_true")
-    parser.add_argument("--instrumentation", default=INSTRUMENTATION, choices=[INSTRUMENTATION])
-    parser.add_argument("--scenario", default="conversation", choices=SCENARIOS)
-    parser.add_argument("--endpoint", default="http://127.0.0.1:4318")
-    parser.add_argument("--openai-base-url")
-    parser.add_argument("--conversation-id", default="conv-openaiagents")
-    parser.add_argument("--exporter", default="http-protobuf", choices=["http-protobuf"])
-    return parser.parse_args(argv)
-
-
-def make_tracer_provider(endpoint: str) -> Any:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    resource = Resource.create({"service.name": SERVICE_NAME, "service.version": "1.4.2",
-                                "deployment.environment.name": "test"})
-    provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint.rstrip('/')}/v1/traces")))
-    return provider
+COMBINATIONS = [("openinference", "conversation"), ("openinference", "retriever"), ("openinference", "stream")]
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -82,45 +46,33 @@ async def run(args: argparse.Namespace) -> None:
     from openai import AsyncOpenAI
     from openinference.instrumentation import using_session
     from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-    from opentelemetry.trace import SpanKind
 
-    provider = make_tracer_provider(args.endpoint)
-    kinds = {"search_docs": "RETRIEVER"} if args.scenario == "retriever" else None
-    # Exclusive (default): the OpenInference processor replaces the SDK's OpenAI-backend exporter.
-    OpenAIAgentsInstrumentor().instrument(tracer_provider=provider, tool_span_kinds=kinds)
-    tracer = provider.get_tracer("rag_demo_app")
+    with common.Telemetry(args.endpoint) as telemetry:
+        kinds = {"search_docs": "RETRIEVER"} if args.scenario == "retriever" else None
+        # Exclusive (default): the OpenInference processor replaces the SDK's OpenAI-backend exporter.
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=telemetry.tracer_provider, tool_span_kinds=kinds)
+        tracer = telemetry.tracer_provider.get_tracer(common.APP_TRACER)  # unversioned scope, as captured
 
-    set_default_openai_client(AsyncOpenAI(base_url=args.openai_base_url, api_key=API_KEY), use_for_tracing=False)
-    retrieved: list[dict[str, Any]] = []
-    queries: list[str] = []
+        set_default_openai_client(AsyncOpenAI(base_url=args.openai_base_url, api_key=common.API_KEY),
+                                  use_for_tracing=False)
+        search = common.SearchTool()
 
-    @function_tool
-    def search_docs(query: str) -> str:
-        """Search the Acme Cloud Backup help center.
+        @function_tool
+        def search_docs(query: str) -> str:
+            """Search the Acme Cloud Backup help center.
 
-        Args:
-            query: what to look for, in the user's words.
-        """
-        documents = retrieve(query, TOP_K)
-        queries.append(query)
-        retrieved.extend(documents)
-        return json.dumps(documents, ensure_ascii=False)
+            Args:
+                query: what to look for, in the user's words.
+            """
+            return json.dumps(search(query), ensure_ascii=False)
 
-    agent = Agent(name="support_agent", instructions=INSTRUCTIONS, model=CHAT_MODEL, tools=[search_docs])
-    run_config = RunConfig(workflow_name="Acme support chat", group_id=args.conversation_id)
+        agent = Agent(name="support_agent", instructions=common.AGENT_INSTRUCTIONS, model=common.CHAT_MODEL,
+                      tools=[search_docs])
+        run_config = RunConfig(workflow_name="Acme support chat", group_id=args.conversation_id)
+        items: list[Any] = []  # what the SDK carries from turn to turn (to_input_list())
 
-    calls = ChatCallLog(args.openai_base_url)
-    history: list[dict[str, str]] = []  # earlier user/assistant TEXT messages (truth only)
-    items: list[Any] = []  # what the SDK carries from turn to turn (to_input_list())
-    questions = CONVERSATION_QUESTIONS[:1] if args.scenario == "stream" else CONVERSATION_QUESTIONS
-    for question in questions:
-        retrieved.clear()
-        queries.clear()
-        root_attrs = {"http.request.method": "POST", "http.route": "/chat", "url.path": "/chat",
-                      "url.scheme": "http", "server.address": "127.0.0.1", "server.port": 8080}
-        with using_session(args.conversation_id), \
-                tracer.start_as_current_span("POST /chat", kind=SpanKind.SERVER, attributes=root_attrs) as root:
-            trace_id = format(root.get_span_context().trace_id, "032x")
+        async def answer(question: str) -> str:
+            nonlocal items
             turn_input = items + [{"role": "user", "content": question}]
             if args.scenario == "stream":
                 result = Runner.run_streamed(agent, turn_input, run_config=run_config)
@@ -128,33 +80,15 @@ async def run(args: argparse.Namespace) -> None:
                     pass
             else:
                 result = await Runner.run(agent, turn_input, run_config=run_config)
-            root.set_attribute("http.response.status_code", 200)
-        answer = str(result.final_output)
-        items = result.to_input_list()
-        turn_calls = calls.since_last()
-        final_messages = turn_calls[-1]["messages"] if turn_calls else []
-        system = next((m["content"] for m in final_messages if m["role"] == "system"), None)
-        emit(truth_line(
-            trace_id=trace_id, conversation_id=args.conversation_id, stack=STACK,
-            instrumentation=args.instrumentation, scenario=args.scenario, service=SERVICE_NAME,
-            question=question, answer=answer, history=history, system_prompt=system,
-            documents=list(retrieved), calls=turn_calls, retrieval_query=queries[0] if queries else None,
-            root_span_name="POST /chat",
-        ))
-        history = history + [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
-    provider.force_flush()
-    provider.shutdown()
+            items = result.to_input_list()
+            return str(result.final_output)
+
+        await common.agent_conversation(args, tracer, search, answer,
+                                        session=lambda: using_session(args.conversation_id))
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.list:
-        print(json.dumps([[INSTRUMENTATION, s] for s in SCENARIOS]))
-        return 0
-    if not args.openai_base_url:
-        print("--openai-base-url is required", file=sys.stderr)
-        return 2
-    asyncio.run(run(args))
+    asyncio.run(run(common.parse_args(STACK, COMBINATIONS, argv, description=__doc__.splitlines()[0])))
     return 0
 
 

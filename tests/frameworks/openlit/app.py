@@ -53,9 +53,12 @@ import os
 import sys
 from typing import Any
 
-from tests.frameworks.truth import ChatCallLog, emit, truth_line
+from tests.frameworks import app_common as common
+from tests.frameworks.truth import ChatCallLog
 from tests.support.rag_app import (
     CONVERSATION_QUESTIONS,
+    DATA_SOURCE_ID,
+    EMBEDDING_MODEL,
     STREAM_QUESTION,
     SYSTEM_TEMPLATE,
     TOP_K,
@@ -64,85 +67,48 @@ from tests.support.rag_app import (
 )
 
 STACK = "openlit"
-SERVICE_NAME = "rag-demo-app"
-CHAT_MODEL = "gpt-4o-mini"
-EMBEDDING_MODEL = "text-embedding-3-small"
-DATA_SOURCE_ID = "acme-help-center"
-API_KEY = "sk-test-not-a-real-key"
-COMBINATIONS = [["native", "conversation"], ["native", "stream"]]
+COMBINATIONS = [("native", "conversation"), ("native", "stream")]
 
 # A local price table in OpenLIT's pricing.json format (USD per 1k tokens): without pricing_json,
 # openlit.init downloads the table from GitHub.
 PRICING = {
-    "chat": {"gpt-4o-mini": {"promptPrice": 0.00015, "completionPrice": 0.0006}},
-    "embeddings": {"text-embedding-3-small": 0.00002},
+    "chat": {common.CHAT_MODEL: {"promptPrice": 0.00015, "completionPrice": 0.0006}},
+    "embeddings": {EMBEDDING_MODEL: 0.00002},
     "images": {},
     "audio": {},
 }
 
 
-def log(*parts: Any) -> None:
-    print(*parts, file=sys.stderr, flush=True)
+def setup_telemetry(endpoint: str) -> common.Telemetry:
+    """Global tracer + logger providers first; ``openlit.init`` detects and reuses them."""
+    telemetry = common.Telemetry(endpoint, logs=True, set_global=True)
+    pricing_path = f"/tmp/openlit-pricing-{os.getpid()}.json"
+    with open(pricing_path, "w", encoding="utf-8") as fh:
+        json.dump(PRICING, fh)
 
+    import openlit
 
-class Telemetry:
-    def __init__(self, endpoint: str) -> None:
-        from opentelemetry import _logs, trace
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk._logs import LoggerProvider
-        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-        base = endpoint.rstrip("/")
-        resource = Resource.create({
-            "service.name": SERVICE_NAME,
-            "service.version": "1.4.2",
-            "deployment.environment.name": "test",
-        })
-        self.tracer_provider = TracerProvider(resource=resource)
-        self.tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces")))
-        self.logger_provider = LoggerProvider(resource=resource)
-        self.logger_provider.add_log_record_processor(
-            BatchLogRecordProcessor(OTLPLogExporter(endpoint=f"{base}/v1/logs")))
-        trace.set_tracer_provider(self.tracer_provider)
-        _logs.set_logger_provider(self.logger_provider)
-
-        pricing_path = f"/tmp/openlit-pricing-{os.getpid()}.json"
-        with open(pricing_path, "w", encoding="utf-8") as fh:
-            json.dump(PRICING, fh)
-
-        import openlit
-
-        openlit.init(
-            service_name=SERVICE_NAME,
-            environment="test",
-            pricing_json=pricing_path,
-            disable_metrics=True,
-            collect_gpu_stats=False,
-            collect_system_metrics=False,
-            capture_message_content=True,  # the default, spelled out
-            disabled_instrumentors=["urllib"],  # harness-only traffic (truth.py), see docstring
-        )
-        os.unlink(pricing_path)
-        self.tracer = self.tracer_provider.get_tracer("rag_demo_app", "1.4.2")
-
-    def shutdown(self) -> None:
-        self.tracer_provider.force_flush()
-        self.logger_provider.force_flush()
-        self.tracer_provider.shutdown()
-        self.logger_provider.shutdown()
+    openlit.init(
+        service_name=common.SERVICE_NAME,
+        environment="test",
+        pricing_json=pricing_path,
+        disable_metrics=True,
+        collect_gpu_stats=False,
+        collect_system_metrics=False,
+        capture_message_content=True,  # the default, spelled out
+        disabled_instrumentors=["urllib"],  # harness-only traffic (truth.py), see docstring
+    )
+    os.unlink(pricing_path)
+    return telemetry
 
 
 class RagChat:
-    def __init__(self, args: argparse.Namespace, telemetry: Telemetry) -> None:
+    def __init__(self, args: argparse.Namespace, telemetry: common.Telemetry) -> None:
         from openai import AsyncOpenAI
 
         self.args = args
         self.telemetry = telemetry
-        self.client = AsyncOpenAI(base_url=args.openai_base_url, api_key=API_KEY)
+        self.client = AsyncOpenAI(base_url=args.openai_base_url, api_key=common.API_KEY)
         self.history: list[dict[str, str]] = []  # the conversation memory: openai messages
         self.calls = ChatCallLog(args.openai_base_url)
 
@@ -167,10 +133,10 @@ class RagChat:
     async def chat(self, messages: list[dict[str, str]], stream: bool) -> str:
         if not stream:
             response = await self.client.chat.completions.create(
-                model=CHAT_MODEL, messages=messages, temperature=0.2, max_tokens=400)
+                model=common.CHAT_MODEL, messages=messages, temperature=0.2, max_tokens=400)
             return response.choices[0].message.content or ""
         response = await self.client.chat.completions.create(
-            model=CHAT_MODEL, messages=messages, temperature=0.2, max_tokens=400,
+            model=common.CHAT_MODEL, messages=messages, temperature=0.2, max_tokens=400,
             stream=True, stream_options={"include_usage": True})
         parts: list[str] = []
         async for chunk in response:
@@ -178,16 +144,14 @@ class RagChat:
                 parts.append(chunk.choices[0].delta.content)
         return "".join(parts)
 
-    async def turn(self, question: str, stream: bool) -> dict[str, Any]:
+    async def turn(self, question: str, stream: bool) -> None:
         import openlit
-        from opentelemetry.trace import SpanKind
 
         history = list(self.history)
-        with self.telemetry.tracer.start_as_current_span(
-            "POST /chat", kind=SpanKind.SERVER,
-            attributes={"http.request.method": "POST", "http.route": "/chat",
-                        "gen_ai.conversation.id": self.args.conversation_id},
-        ) as root:
+        # This app's root span: method, route and the conversation id (none of the url/server keys).
+        attributes = {"http.request.method": "POST", "http.route": "/chat",
+                      "gen_ai.conversation.id": self.args.conversation_id}
+        with common.chat_request_span(self.telemetry.tracer, attributes) as root:
             with openlit.using_attributes({"gen_ai.conversation.id": self.args.conversation_id}):
                 await self.client.embeddings.create(model=EMBEDDING_MODEL, input=question)
                 documents = self.retrieve_documents(question)
@@ -195,51 +159,26 @@ class RagChat:
                 messages = [{"role": "system", "content": system}, *history,
                             {"role": "user", "content": question}]
                 answer = await self.chat(messages, stream)
-            root.set_attribute("http.response.status_code", 200)
-            trace_id = format(root.get_span_context().trace_id, "032x")
-        self.history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
-        return truth_line(
-            trace_id=trace_id, conversation_id=self.args.conversation_id, stack=STACK,
-            instrumentation=self.args.instrumentation, scenario=self.args.scenario,
-            service=SERVICE_NAME, question=question, answer=answer, history=history,
-            system_prompt=system, documents=documents, calls=self.calls.since_last(),
-            retrieval_query=question, root_span_name="POST /chat")
+            trace_id = common.trace_id_of(root)
+        self.history += common.exchange(question, answer)
+        common.emit_turn(self.args, trace_id=trace_id, question=question, answer=answer, history=history,
+                         system_prompt=system, documents=documents, calls=self.calls.since_last(),
+                         retrieval_query=question)
 
 
 async def run(args: argparse.Namespace) -> None:
-    telemetry = Telemetry(args.endpoint)
-    try:
+    with setup_telemetry(args.endpoint) as telemetry:
         app = RagChat(args, telemetry)
         if args.scenario == "conversation":
             for question in CONVERSATION_QUESTIONS:
-                emit(await app.turn(question, stream=False))
-        elif args.scenario == "stream":
-            emit(await app.turn(STREAM_QUESTION, stream=True))
+                await app.turn(question, stream=False)
         else:
-            raise SystemExit(f"unknown scenario {args.scenario!r}")
+            await app.turn(STREAM_QUESTION, stream=True)
         await app.client.close()
-    finally:
-        telemetry.shutdown()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--list", action="store_true")
-    parser.add_argument("--instrumentation", default="native")
-    parser.add_argument("--scenario", default="conversation")
-    parser.add_argument("--endpoint")
-    parser.add_argument("--openai-base-url")
-    parser.add_argument("--conversation-id")
-    parser.add_argument("--exporter", default="http-protobuf")
-    args = parser.parse_args()
-    if args.list:
-        print(json.dumps(COMBINATIONS))
-        return 0
-    if [args.instrumentation, args.scenario] not in COMBINATIONS:
-        parser.error(f"unsupported combination {args.instrumentation}/{args.scenario}")
-    if args.exporter != "http-protobuf":
-        parser.error("only --exporter http-protobuf is implemented")
-    asyncio.run(run(args))
+def main(argv: list[str] | None = None) -> int:
+    asyncio.run(run(common.parse_args(STACK, COMBINATIONS, argv, description=__doc__.split("\n")[0])))
     return 0
 
 
