@@ -87,7 +87,10 @@ class _RotatingFile:
 
     def open(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self._path, "ab")  # noqa: SIM115 - closed by close()
+        # Conversation text: readable by this user only, whatever the umask.
+        fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.fchmod(fd, 0o600)
+        self._file = os.fdopen(fd, "ab")
         self._size = self._file.tell()
 
     def write(self, lines: Sequence[bytes]) -> None:

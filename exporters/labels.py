@@ -50,11 +50,13 @@ class LabelPolicy:
         self._on_overflow = on_overflow
         self._lock = threading.Lock()
 
-    def admit(self, name: str, value: str | None) -> str:
-        """The exported value of label ``name`` for a raw ``value`` (e.g. a stored service)."""
-        return self._admit(name, value)
+    def admit(self, name: str, value: str | None, *, count: bool = True) -> str:
+        """The exported value of label ``name`` for a raw ``value`` (e.g. a stored service).
+        ``count=False`` for a second look at a value already admitted for the same result (the
+        rolling windows), so one capped value is counted once."""
+        return self._admit(name, value, count)
 
-    def _admit(self, name: str, value: str | None) -> str:
+    def _admit(self, name: str, value: str | None, count: bool = True) -> str:
         if not value:
             value = UNKNOWN
         value = value[:_MAX_VALUE_CHARS]
@@ -70,7 +72,8 @@ class LabelPolicy:
                 seen.add(value)
                 overflow = False
         if overflow:
-            self._on_overflow(name)
+            if count:
+                self._on_overflow(name)
             return OTHER
         return value
 

@@ -44,6 +44,7 @@ class PrometheusTelemetry:
         self._store_failed = c["rag_monitor_store_write_failures_total"]
         self._jsonl_failed = c["rag_monitor_jsonl_write_failures_total"]
         self._backlog = c["rag_monitor_backlog_total"]
+        self._truncated = c["rag_monitor_text_truncated_total"]
 
     def spans_received(self, transport: str, count: int) -> None:
         self._spans_received.labels(transport).inc(count)
@@ -86,6 +87,9 @@ class PrometheusTelemetry:
 
     def backlog(self, event: str, count: int) -> None:
         self._backlog.labels(event).inc(count)
+
+    def text_truncated(self, count: int) -> None:
+        self._truncated.inc(count)
 
     def jsonl_write_failed(self, count: int) -> None:
         self._jsonl_failed.inc(count)

@@ -30,6 +30,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import sqlite3
 import time
 from collections import deque
@@ -183,6 +184,11 @@ def _open_database(path: str, max_bytes: int) -> sqlite3.Connection:
     """The writer connection: file created if needed, WAL, schema at the current version."""
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+        # Conversation text: this user only. SQLite gives the -wal and -shm files the database
+        # file's permissions, so creating (or tightening) the file first covers all three.
+        if path != ":memory:":
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+            os.chmod(path, 0o600)
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise StoreOpenError(f"exporters.store.path={path!r}: cannot open the result store: {exc}") from exc

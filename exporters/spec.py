@@ -56,6 +56,9 @@ SELF_TELEMETRY: tuple[Instrument, ...] = (
                "Results lost because the result store could not write them (disk full, I/O error).", "counter"),
     Instrument("rag_monitor_jsonl_write_failures_total", "Results lost because a JSONL sink write failed.",
                "counter"),
+    Instrument("rag_monitor_text_truncated_total",
+               "Attribute and log-body text values cut at assembly.max_attribute_chars where they entered.",
+               "counter"),
     Instrument("rag_monitor_backlog_total",
                "Evaluation backlog events: deferred (sampled turns left unevaluated at shutdown, kept for the "
                "next start), resumed (loaded at start), not_persisted (evaluated without a durable copy), "

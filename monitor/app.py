@@ -29,7 +29,7 @@ from exporters.rolling import RollingCollector, RollingStats
 from monitor.admin import AdminServer
 from monitor.assembly.assembler import Assembler
 from monitor.assembly.conversations import ConversationSink, ConversationTracker
-from monitor.config import MonitorConfig
+from monitor.config import MonitorConfig, is_loopback
 from monitor.evaluation.registry import build_evaluators
 from monitor.evaluation.stage import EvaluationStage
 from monitor.interfaces import ResultConsumer
@@ -108,7 +108,10 @@ class Sidecar:
         self.labels = LabelPolicy(exp.labels, exp.max_label_values, on_overflow=self.telemetry.label_capped)
         self.results = PrometheusResults(self.registry, self.labels)
         labels = self.labels
-        self.rolling = RollingStats(exp.window_seconds(), service_of=lambda r: labels.values(r)[0])
+        # The Prometheus side admits (and counts) every result's labels; the windows only reuse
+        # the service value.
+        self.rolling = RollingStats(exp.window_seconds(),
+                                    service_of=lambda r: labels.admit("service", r.turn.service, count=False))
         self.registry.register(RollingCollector(self.rolling))
         self._extra_consumers = tuple(result_consumers)
         self._sink = sink or NullConversationSink()
@@ -158,7 +161,7 @@ class Sidecar:
         self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)), self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
         self.forwarder = Forwarder(cfg.forward, self.telemetry) if cfg.forward.endpoint else None
-        ingest = Ingest(self.assembler, self.telemetry, self._executor)
+        ingest = Ingest(self.assembler, self.telemetry, self._executor, max_chars=cfg.assembly.max_attribute_chars)
         self.http = (OtlpHttpReceiver(cfg.receivers.http, ingest, self.telemetry, self.forwarder)
                      if cfg.receivers.http.enabled else None)
         self.grpc = (OtlpGrpcReceiver(cfg.receivers.grpc, ingest, self.telemetry, self.forwarder)
@@ -194,7 +197,7 @@ class Sidecar:
         longest = max(sec for _, sec in self.rolling.windows)
         rows = await store.scores_since(time.time() - longest)
         admit = self.labels.admit
-        used = self.rolling.replay((ts, metric, admit("service", service), outcome, weight, value)
+        used = self.rolling.replay((ts, metric, admit("service", service, count=False), outcome, weight, value)
                                    for ts, metric, service, outcome, weight, value in rows)
         if used:
             log.info("rolling windows refilled with %d stored scores", used)
@@ -219,6 +222,18 @@ class Sidecar:
             raise
         self._components = components
         self._started = True
+        self._warn_about_exposure()
+
+    def _warn_about_exposure(self) -> None:
+        cfg = self.config
+        for name, r in (("http", cfg.receivers.http), ("grpc", cfg.receivers.grpc)):
+            if r.enabled and not is_loopback(r.host) and r.bearer_token is None:
+                log.warning("receivers.%s listens on %s without a bearer token (receivers.allow_unauthenticated): "
+                            "anyone who can reach it can push spans", name, r.host)
+        if not is_loopback(cfg.admin.host) and cfg.admin.bearer_token is None:
+            log.warning("admin server listens on %s without a bearer token: /metrics is readable by anyone who can "
+                        "reach it; /api and the status page's data stay refused to non-loopback clients",
+                        cfg.admin.host)
 
     async def shutdown(self, timeout: float | None = None) -> None:
         """Stop upstream-first within ``timeout`` (default: ``shutdown_deadline_seconds``).

@@ -7,6 +7,7 @@ values are parsed as YAML scalars/lists (``true``, ``5``, ``[a, b]``).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -31,6 +32,7 @@ __all__ = [
     "AdminConfig",
     "MonitorConfig",
     "load_config",
+    "is_loopback",
     "ENV_PREFIX",
 ]
 
@@ -51,9 +53,13 @@ class HttpReceiverConfig(_Section):
     max_request_bytes: int = Field(64 * MiB, gt=0, description="limit on the body as sent (compressed)")
     max_decompressed_bytes: int = Field(64 * MiB, gt=0, description="limit after gunzip")
     bearer_token: SecretStr | None = Field(None, description="required on every request when set")
-    # Bounds the memory held by request bodies at once (each ≤ the two limits above); past it
-    # the receiver answers 503 + Retry-After, which OTLP exporters retry later.
-    max_concurrent_requests: int = Field(16, gt=0)
+    # Bounds the memory held by request bodies being decoded at once (each ≤ the two limits
+    # above); past it the receiver answers 503 + Retry-After, which OTLP exporters retry later.
+    max_concurrent_requests: int = Field(16, gt=0, description="bodies decoded at once")
+    # Bodies still arriving are counted apart, so slow or stalled uploads never take the slots
+    # of requests that are ready; each must arrive whole within body_timeout_seconds.
+    max_concurrent_uploads: int = Field(64, gt=0, description="bodies being received at once; more get 503")
+    body_timeout_seconds: float = Field(10.0, gt=0, description="a body not received by then gets 408")
 
 
 class GrpcReceiverConfig(_Section):
@@ -68,6 +74,30 @@ class GrpcReceiverConfig(_Section):
 class ReceiversConfig(_Section):
     http: HttpReceiverConfig = HttpReceiverConfig()
     grpc: GrpcReceiverConfig = GrpcReceiverConfig()
+    allow_unauthenticated: bool = Field(
+        False, description="accept spans on a non-loopback address without a bearer token (logged as a warning)")
+
+    @model_validator(mode="after")
+    def _exposed_receivers_need_a_token(self) -> "ReceiversConfig":
+        if self.allow_unauthenticated:
+            return self
+        for name, r in (("http", self.http), ("grpc", self.grpc)):
+            if r.enabled and not is_loopback(r.host) and r.bearer_token is None:
+                raise ValueError(
+                    f"receivers.{name}.host={r.host!r} is reachable from the network but receivers.{name}.bearer_token "
+                    "is not set: anyone who can reach it could push spans. Set a token, bind 127.0.0.1, or set "
+                    "receivers.allow_unauthenticated: true")
+        return self
+
+
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine (this pod) can reach."""
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class ForwardConfig(_Section):

@@ -91,10 +91,10 @@ def inspect_traces(traces: Iterable[Path], logs: Iterable[Path], config: Assembl
                           observer=sink)
     for path in logs:
         body = _read(path)
-        assembler.consume_logs(decode_logs(body, sniff_format(body)).records)
+        assembler.consume_logs(decode_logs(body, sniff_format(body), None, config.max_attribute_chars).records)
     for path in traces:
         body = _read(path)
-        assembler.consume_spans(decode_traces(body, sniff_format(body)).records)
+        assembler.consume_spans(decode_traces(body, sniff_format(body), None, config.max_attribute_chars).records)
     assembler.flush()
     return sink.reports
 

@@ -7,7 +7,7 @@ are wired only in ``monitor.app``; each stage knows its downstream through these
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 from monitor.model import (
     Conversation,
@@ -46,12 +46,13 @@ class Component(Protocol):
 class SpanConsumer(Protocol):
     """Receives decoded spans and log records from the receivers."""
 
-    def consume_spans(self, spans: Sequence[SpanRecord]) -> int:
-        """Take ownership of ``spans``; return how many were dropped on purpose."""
+    def consume_spans(self, spans: Sequence[SpanRecord]) -> Mapping[str, int]:
+        """Take ownership of ``spans``; return how many were dropped on purpose, by reason
+        (already counted by the consumer; the receivers report them in ``partial_success``)."""
         ...
 
-    def consume_logs(self, logs: Sequence[LogRecord]) -> int:
-        """Take ownership of ``logs``; return how many were dropped on purpose."""
+    def consume_logs(self, logs: Sequence[LogRecord]) -> Mapping[str, int]:
+        """Take ownership of ``logs``; return how many were dropped on purpose, by reason."""
         ...
 
 
@@ -113,6 +114,8 @@ class Telemetry(Protocol):
 
     def backlog(self, event: str, count: int) -> None: ...
 
+    def text_truncated(self, count: int) -> None: ...
+
 
 class NullTelemetry:
     """Telemetry that records nothing (tools such as ``inspect`` and unit tests)."""
@@ -151,4 +154,7 @@ class NullTelemetry:
         pass
 
     def backlog(self, event: str, count: int) -> None:
+        pass
+
+    def text_truncated(self, count: int) -> None:
         pass

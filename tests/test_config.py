@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from monitor.config import load_config
+from pydantic import ValidationError
 from monitor.errors import ConfigError
 
 
@@ -79,3 +80,15 @@ def test_every_yaml_example_in_the_readme_is_a_valid_config(tmp_path):
         f = tmp_path / f"block{i}.yaml"
         f.write_text(block)
         load_config(f, environ={})
+
+
+def test_receivers_on_the_network_need_a_token_or_an_explicit_opt_out():
+    from monitor.config import MonitorConfig
+
+    with pytest.raises(ValidationError, match="receivers.http.host='0.0.0.0'.*bearer_token"):
+        MonitorConfig.model_validate({"receivers": {"http": {"host": "0.0.0.0"}}})
+    with pytest.raises(ValidationError, match="receivers.grpc.host"):
+        MonitorConfig.model_validate({"receivers": {"grpc": {"host": "10.1.2.3"}}})
+    assert MonitorConfig.model_validate({"receivers": {"http": {"host": "0.0.0.0", "bearer_token": "t0ken"}}})
+    assert MonitorConfig.model_validate({"receivers": {"http": {"host": "0.0.0.0"}, "allow_unauthenticated": True}})
+    assert MonitorConfig.model_validate({"receivers": {"http": {"host": "::1"}, "grpc": {"host": "localhost"}}})

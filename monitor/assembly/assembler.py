@@ -19,7 +19,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 from monitor.assembly.config import AssemblyConfig
 from monitor.assembly.turns import Explanation, NoTurn, build_turn
@@ -97,10 +97,10 @@ class Assembler:
     def pending_spans(self) -> int:
         return self._pending_spans
 
-    def consume_spans(self, spans: Sequence[SpanRecord]) -> int:
+    def consume_spans(self, spans: Sequence[SpanRecord]) -> Mapping[str, int]:
         if not self._accepting:
             self._telemetry.spans_dropped("shutting_down", len(spans))
-            return len(spans)
+            return {"shutting_down": len(spans)}
         dropped = 0
         now = self._clock()
         for span in spans:
@@ -122,12 +122,13 @@ class Assembler:
                 self._complete(next(iter(self._pending)))
         if dropped:
             self._telemetry.spans_dropped("late", dropped)
-        return dropped
+            return {"late": dropped}
+        return {}
 
-    def consume_logs(self, logs: Sequence[LogRecord]) -> int:
+    def consume_logs(self, logs: Sequence[LogRecord]) -> Mapping[str, int]:
         if not self._accepting:
             self._telemetry.logs_dropped("shutting_down", len(logs))
-            return len(logs)
+            return {"shutting_down": len(logs)}
         dropped = 0
         no_trace = 0
         now = self._clock()
@@ -140,11 +141,14 @@ class Assembler:
                 dropped += 1
                 continue
             entry.logs.append(record)
+        reasons = {}
         if no_trace:
             self._telemetry.logs_dropped("no_trace_id", no_trace)
+            reasons["no_trace_id"] = no_trace
         if dropped:
             self._telemetry.logs_dropped("late_or_full", dropped)
-        return dropped + no_trace
+            reasons["late_or_full"] = dropped
+        return reasons
 
     def _entry(self, trace_id: str, now: float) -> _Pending | None:
         entry = self._pending.get(trace_id)

@@ -33,7 +33,8 @@ class AssemblyConfig(_Section):
     max_spans_per_trace: int = Field(2_000, gt=0)
     max_pending_spans: int = Field(200_000, gt=0, description="all traces together")
     max_logs_per_trace: int = Field(2_000, gt=0)
-    max_attribute_chars: int = Field(256 * 1024, gt=0, description="longer text is truncated")
+    max_attribute_chars: int = Field(
+        1024 * 1024, gt=0, description="attribute/log-body text longer than this is cut where it is received (counted)")
     conversation_idle_seconds: float = Field(900.0, gt=0)
     max_open_conversations: int = Field(10_000, gt=0)
     max_turns_per_conversation: int = Field(100, gt=0)

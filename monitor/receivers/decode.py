@@ -36,9 +36,14 @@ __all__ = [
     "decode_traces",
     "decode_logs",
     "sniff_format",
-    "decode_trace_message",
-    "decode_logs_message",
+    "MAX_VALUE_DEPTH",
+    "DEFAULT_MAX_CHARS",
 ]
+
+# AnyValue nesting (arrays/maps inside attribute values) past this depth is refused: no exporter
+# writes it, and unbounded recursion is a way to crash a decoder.
+MAX_VALUE_DEPTH = 32
+DEFAULT_MAX_CHARS = 1024 * 1024
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -56,6 +61,15 @@ class Decoded(Generic[R]):
     records: list[R] = field(default_factory=list)
     rejected: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    # Text values longer than ``max_chars`` are cut where they enter; ``truncated`` counts them.
+    max_chars: int = DEFAULT_MAX_CHARS
+    truncated: int = 0
+
+    def text(self, value: str) -> str:
+        if len(value) > self.max_chars:
+            self.truncated += 1
+            return value[: self.max_chars]
+        return value
 
     def reject(self, reason: str) -> None:
         self.rejected += 1
@@ -113,34 +127,38 @@ def sniff_format(body: bytes) -> str:
 # --------------------------------------------------------------------------- protobuf
 
 
-def _pb_any(v: Any) -> Any:
+def _pb_any(v: Any, out: Decoded[Any], depth: int = 0) -> Any:
     kind = v.WhichOneof("value")
     if kind == "string_value":
-        return v.string_value
+        return out.text(v.string_value)
     if kind == "int_value":
         return v.int_value
     if kind == "bool_value":
         return v.bool_value
     if kind == "double_value":
         return v.double_value
+    if kind in ("array_value", "kvlist_value") and depth >= MAX_VALUE_DEPTH:
+        raise DecodeError(f"attribute value nested deeper than {MAX_VALUE_DEPTH} levels")
     if kind == "array_value":
-        return [_pb_any(x) for x in v.array_value.values]
+        return [_pb_any(x, out, depth + 1) for x in v.array_value.values]
     if kind == "kvlist_value":
-        return {kv.key: _pb_any(kv.value) for kv in v.kvlist_value.values}
+        return {kv.key: _pb_any(kv.value, out, depth + 1) for kv in v.kvlist_value.values}
     if kind == "bytes_value":
         return v.bytes_value
     return None
 
 
-def _pb_attrs(kvs: Any) -> dict[str, Any]:
+def _pb_attrs(kvs: Any, decoded: Decoded[Any]) -> dict[str, Any]:
     # Strings are most attribute values; test for them inline to save a call per attribute.
     out = {}
+    cap = decoded.max_chars
     for kv in kvs:
         v = kv.value
         if v.WhichOneof("value") == "string_value":
-            out[kv.key] = v.string_value
+            text = v.string_value
+            out[kv.key] = text if len(text) <= cap else decoded.text(text)
         else:
-            out[kv.key] = _pb_any(v)
+            out[kv.key] = _pb_any(v, decoded)
     return out
 
 
@@ -151,11 +169,11 @@ def _parse_pb(cls: Any, body: bytes) -> Any:
         raise DecodeError(f"body is not a valid {cls.DESCRIPTOR.name} protobuf: {exc}") from None
 
 
-def _pb_spans(req: Any, now_ns: int) -> DecodedSpans:
-    out: DecodedSpans = Decoded()
+def _pb_spans(req: Any, now_ns: int, max_chars: int) -> DecodedSpans:
+    out: DecodedSpans = Decoded(max_chars=max_chars)
     append = out.records.append
     for rs in req.resource_spans:
-        resource = _pb_attrs(rs.resource.attributes)
+        resource = _pb_attrs(rs.resource.attributes, out)
         for ss in rs.scope_spans:
             scope_name, scope_version = ss.scope.name, ss.scope.version
             for s in ss.spans:
@@ -165,21 +183,21 @@ def _pb_spans(req: Any, now_ns: int) -> DecodedSpans:
                     continue
                 start, end = _times(s.start_time_unix_nano, s.end_time_unix_nano, now_ns)
                 events = tuple(
-                    SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes)) for e in s.events
+                    SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes, out)) for e in s.events
                 ) if s.events else ()
                 append(SpanRecord(
                     trace_id, span_id, s.parent_span_id.hex(), s.name, s.kind, start, end,
-                    s.status.code, s.status.message, _pb_attrs(s.attributes), events,
+                    s.status.code, s.status.message, _pb_attrs(s.attributes, out), events,
                     resource, scope_name, scope_version,
                 ))
     return out
 
 
-def _pb_logs(req: Any, now_ns: int) -> DecodedLogs:
-    out: DecodedLogs = Decoded()
+def _pb_logs(req: Any, now_ns: int, max_chars: int) -> DecodedLogs:
+    out: DecodedLogs = Decoded(max_chars=max_chars)
     append = out.records.append
     for rl in req.resource_logs:
-        resource = _pb_attrs(rl.resource.attributes)
+        resource = _pb_attrs(rl.resource.attributes, out)
         for sl in rl.scope_logs:
             scope_name = sl.scope.name
             for r in sl.log_records:
@@ -192,9 +210,9 @@ def _pb_logs(req: Any, now_ns: int) -> DecodedLogs:
                     out.reject("invalid_id")
                     continue
                 ts = r.time_unix_nano or r.observed_time_unix_nano or now_ns
-                body = _pb_any(r.body) if r.HasField("body") else None
+                body = _pb_any(r.body, out) if r.HasField("body") else None
                 append(LogRecord(
-                    trace_id, span_id, ts, r.event_name, body, _pb_attrs(r.attributes),
+                    trace_id, span_id, ts, r.event_name, body, _pb_attrs(r.attributes, out),
                     resource, scope_name, r.severity_number,
                 ))
     return out
@@ -265,13 +283,15 @@ class _J:
         return s
 
 
-def _json_any(v: Any, path: str) -> Any:
+def _json_any(v: Any, path: str, out: Decoded[Any], depth: int = 0) -> Any:
     if v is None:
         return None
     if not isinstance(v, dict):
         raise DecodeError(f"{path}: expected an AnyValue object, got {type(v).__name__}")
     if "stringValue" in v:
-        return _J.string(v["stringValue"], path + ".stringValue")
+        return out.text(_J.string(v["stringValue"], path + ".stringValue"))
+    if ("arrayValue" in v or "kvlistValue" in v) and depth >= MAX_VALUE_DEPTH:
+        raise DecodeError(f"{path}: attribute value nested deeper than {MAX_VALUE_DEPTH} levels")
     if "intValue" in v:
         return _J.int64(v["intValue"], path + ".intValue")
     if "boolValue" in v:
@@ -289,10 +309,10 @@ def _json_any(v: Any, path: str) -> Any:
             raise DecodeError(f"{path}.doubleValue: expected a number, got {d!r:.40}") from None
     if "arrayValue" in v:
         values = _J.arr(_J.obj(v["arrayValue"], path + ".arrayValue").get("values"), path)
-        return [_json_any(x, f"{path}.arrayValue.values[{i}]") for i, x in enumerate(values)]
+        return [_json_any(x, f"{path}.arrayValue.values[{i}]", out, depth + 1) for i, x in enumerate(values)]
     if "kvlistValue" in v:
         values = _J.arr(_J.obj(v["kvlistValue"], path + ".kvlistValue").get("values"), path)
-        return _json_attrs(values, path + ".kvlistValue.values")
+        return _json_attrs(values, path + ".kvlistValue.values", out, depth + 1)
     if "bytesValue" in v:
         try:
             return base64.b64decode(_J.string(v["bytesValue"], path), validate=True)
@@ -301,12 +321,12 @@ def _json_any(v: Any, path: str) -> Any:
     return None
 
 
-def _json_attrs(kvs: Any, path: str) -> dict[str, Any]:
+def _json_attrs(kvs: Any, path: str, decoded: Decoded[Any], depth: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i, kv in enumerate(_J.arr(kvs, path)):
         p = f"{path}[{i}]"
         kv = _J.obj(kv, p)
-        out[_J.string(kv.get("key"), p + ".key")] = _json_any(kv.get("value"), p + ".value")
+        out[_J.string(kv.get("key"), p + ".key")] = _json_any(kv.get("value"), p + ".value", decoded, depth)
     return out
 
 
@@ -315,17 +335,20 @@ def _json_load(body: bytes) -> dict[str, Any]:
         doc = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
         raise DecodeError(f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise DecodeError("body is JSON nested too deeply to be an OTLP request") from None
     if not isinstance(doc, dict):
         raise DecodeError("body must be a JSON object")
     return doc
 
 
-def _json_spans(doc: dict[str, Any], now_ns: int) -> DecodedSpans:
-    out: DecodedSpans = Decoded()
+def _json_spans(doc: dict[str, Any], now_ns: int, max_chars: int) -> DecodedSpans:
+    out: DecodedSpans = Decoded(max_chars=max_chars)
     for i, rs in enumerate(_J.arr(doc.get("resourceSpans"), "resourceSpans")):
         p = f"resourceSpans[{i}]"
         rs = _J.obj(rs, p)
-        resource = _json_attrs(_J.obj(rs.get("resource"), p + ".resource").get("attributes"), p + ".resource.attributes")
+        resource = _json_attrs(_J.obj(rs.get("resource"), p + ".resource").get("attributes"), p + ".resource.attributes",
+                               out)
         for j, ss in enumerate(_J.arr(rs.get("scopeSpans"), p + ".scopeSpans")):
             q = f"{p}.scopeSpans[{j}]"
             ss = _J.obj(ss, q)
@@ -352,7 +375,7 @@ def _json_span(s: dict[str, Any], p: str, resource: dict[str, Any], scope_name: 
         SpanEvent(
             _J.string(_J.obj(e, f"{p}.events[{n}]").get("name"), f"{p}.events[{n}].name"),
             _J.int64(e.get("timeUnixNano"), f"{p}.events[{n}].timeUnixNano"),
-            _json_attrs(e.get("attributes"), f"{p}.events[{n}].attributes"),
+            _json_attrs(e.get("attributes"), f"{p}.events[{n}].attributes", out),
         )
         for n, e in enumerate(_J.arr(s.get("events"), p + ".events"))
     )
@@ -360,16 +383,17 @@ def _json_span(s: dict[str, Any], p: str, resource: dict[str, Any], scope_name: 
         trace_id, span_id, "" if parent == _ZERO_SPAN else parent,
         _J.string(s.get("name"), p + ".name"), _J.int64(s.get("kind"), p + ".kind"), start, end,
         _J.int64(status.get("code"), p + ".status.code"), _J.string(status.get("message"), p + ".status.message"),
-        _json_attrs(s.get("attributes"), p + ".attributes"), events, resource, scope_name, scope_version,
+        _json_attrs(s.get("attributes"), p + ".attributes", out), events, resource, scope_name, scope_version,
     ))
 
 
-def _json_logs(doc: dict[str, Any], now_ns: int) -> DecodedLogs:
-    out: DecodedLogs = Decoded()
+def _json_logs(doc: dict[str, Any], now_ns: int, max_chars: int) -> DecodedLogs:
+    out: DecodedLogs = Decoded(max_chars=max_chars)
     for i, rl in enumerate(_J.arr(doc.get("resourceLogs"), "resourceLogs")):
         p = f"resourceLogs[{i}]"
         rl = _J.obj(rl, p)
-        resource = _json_attrs(_J.obj(rl.get("resource"), p + ".resource").get("attributes"), p + ".resource.attributes")
+        resource = _json_attrs(_J.obj(rl.get("resource"), p + ".resource").get("attributes"), p + ".resource.attributes",
+                               out)
         for j, sl in enumerate(_J.arr(rl.get("scopeLogs"), p + ".scopeLogs")):
             q = f"{p}.scopeLogs[{j}]"
             sl = _J.obj(sl, q)
@@ -384,8 +408,8 @@ def _json_logs(doc: dict[str, Any], now_ns: int) -> DecodedLogs:
                 out.records.append(LogRecord(
                     "" if trace_id == _ZERO_TRACE else trace_id, "" if span_id == _ZERO_SPAN else span_id,
                     ts, _J.string(r.get("eventName"), r_path + ".eventName"),
-                    _json_any(r.get("body"), r_path + ".body"),
-                    _json_attrs(r.get("attributes"), r_path + ".attributes"), resource, scope_name,
+                    _json_any(r.get("body"), r_path + ".body", out),
+                    _json_attrs(r.get("attributes"), r_path + ".attributes", out), resource, scope_name,
                     _J.int64(r.get("severityNumber"), r_path + ".severityNumber"),
                 ))
     return out
@@ -394,27 +418,20 @@ def _json_logs(doc: dict[str, Any], now_ns: int) -> DecodedLogs:
 # --------------------------------------------------------------------------- entry points
 
 
-def decode_traces(body: bytes, media_type: str, now_ns: int | None = None) -> DecodedSpans:
-    """Decode an ExportTraceServiceRequest body (already decompressed)."""
+def decode_traces(body: bytes, media_type: str, now_ns: int | None = None,
+                  max_chars: int = DEFAULT_MAX_CHARS) -> DecodedSpans:
+    """Decode an ExportTraceServiceRequest body (already decompressed); text values are cut at
+    ``max_chars`` (counted in ``truncated``)."""
     now_ns = now_ns or time.time_ns()
     if media_type == PROTOBUF:
-        return _pb_spans(_parse_pb(ExportTraceServiceRequest, body), now_ns)
-    return _json_spans(_json_load(body), now_ns)
+        return _pb_spans(_parse_pb(ExportTraceServiceRequest, body), now_ns, max_chars)
+    return _json_spans(_json_load(body), now_ns, max_chars)
 
 
-def decode_logs(body: bytes, media_type: str, now_ns: int | None = None) -> DecodedLogs:
+def decode_logs(body: bytes, media_type: str, now_ns: int | None = None,
+                max_chars: int = DEFAULT_MAX_CHARS) -> DecodedLogs:
     """Decode an ExportLogsServiceRequest body (already decompressed)."""
     now_ns = now_ns or time.time_ns()
     if media_type == PROTOBUF:
-        return _pb_logs(_parse_pb(ExportLogsServiceRequest, body), now_ns)
-    return _json_logs(_json_load(body), now_ns)
-
-
-def decode_trace_message(req: ExportTraceServiceRequest, now_ns: int | None = None) -> DecodedSpans:
-    """Convert an already-parsed request (the gRPC server hands us messages)."""
-    return _pb_spans(req, now_ns or time.time_ns())
-
-
-def decode_logs_message(req: ExportLogsServiceRequest, now_ns: int | None = None) -> DecodedLogs:
-    return _pb_logs(req, now_ns or time.time_ns())
-
+        return _pb_logs(_parse_pb(ExportLogsServiceRequest, body), now_ns, max_chars)
+    return _json_logs(_json_load(body), now_ns, max_chars)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from monitor.interfaces import SpanConsumer, Telemetry
-from monitor.receivers.decode import Decoded, DecodedLogs, DecodedSpans, decode_logs, decode_traces
+from monitor.receivers.decode import (
+    DEFAULT_MAX_CHARS, Decoded, DecodedLogs, DecodedSpans, decode_logs, decode_traces, decompress)
 
 __all__ = ["IngestOutcome", "Ingest", "OFFLOAD_BYTES"]
 
@@ -41,48 +42,58 @@ def _describe(reasons: dict[str, int], kind: str) -> str:
 class Ingest:
     """Decode → count → consume. Safe to call concurrently from both receivers."""
 
-    def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, executor: Executor | None = None) -> None:
+    def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, executor: Executor | None = None,
+                 max_chars: int = DEFAULT_MAX_CHARS) -> None:
         self._consumer = consumer
         self._telemetry = telemetry
         self._executor = executor
+        self._max_chars = max_chars
 
     async def _run(self, size: int, fn: Callable[..., T], *args: Any) -> T:
         if size > OFFLOAD_BYTES:
             return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
         return fn(*args)
 
+    async def decompress(self, raw: bytes, encoding: str | None, limit: int) -> bytes:
+        """Undo Content-Encoding under ``limit``; a compressed body of any size inflates off the
+        loop past a few KiB (it may expand a hundredfold)."""
+        compressed = (encoding or "identity").strip().lower() not in ("", "identity")
+        return await self._run(len(raw) * 64 if compressed else 0, decompress, raw, encoding, limit)
+
     async def traces(self, body: bytes, media_type: str, transport: str) -> IngestOutcome:
         """Decode an ExportTraceServiceRequest body; DecodeError propagates to the edge."""
-        decoded: DecodedSpans = await self._run(len(body), decode_traces, body, media_type)
+        decoded: DecodedSpans = await self._run(len(body), decode_traces, body, media_type, None, self._max_chars)
         return self.accept_spans(decoded, transport)
 
     async def logs(self, body: bytes, media_type: str, transport: str) -> IngestOutcome:
-        decoded: DecodedLogs = await self._run(len(body), decode_logs, body, media_type)
+        decoded: DecodedLogs = await self._run(len(body), decode_logs, body, media_type, None, self._max_chars)
         return self.accept_logs(decoded, transport)
-
-    async def convert(self, size: int, fn: Callable[..., T], *args: Any) -> T:
-        """Run a conversion function, off the loop when the message is large (gRPC path)."""
-        return await self._run(size, fn, *args)
 
     def accept_spans(self, decoded: DecodedSpans, transport: str) -> IngestOutcome:
         t = self._telemetry
+        if decoded.truncated:
+            t.text_truncated(decoded.truncated)
         return self._accept(decoded, "spans", transport, t.spans_received, t.spans_dropped,
                             self._consumer.consume_spans)
 
     def accept_logs(self, decoded: DecodedLogs, transport: str) -> IngestOutcome:
         t = self._telemetry
+        if decoded.truncated:
+            t.text_truncated(decoded.truncated)
         return self._accept(decoded, "log records", transport, t.logs_received, t.logs_dropped,
                             self._consumer.consume_logs)
 
     @staticmethod
     def _accept(decoded: Decoded[Any], kind: str, transport: str, received: Callable[[str, int], None],
-                dropped: Callable[[str, int], None], consume: Callable[[Sequence[Any]], int]) -> IngestOutcome:
+                dropped: Callable[[str, int], None],
+                consume: Callable[[Sequence[Any]], Mapping[str, int]]) -> IngestOutcome:
         records = decoded.records
         received(transport, len(records) + decoded.rejected)
         for reason, n in decoded.reasons.items():
             dropped(reason, n)
         reasons = dict(decoded.reasons)
-        overload = consume(records) if records else 0  # the consumer counts its own drops
-        if overload:
-            reasons["overload"] = reasons.get("overload", 0) + overload
-        return IngestOutcome(len(records) - overload, decoded.rejected + overload, _describe(reasons, kind))
+        downstream = consume(records) if records else {}  # the consumer counts its own drops
+        for reason, n in downstream.items():
+            reasons[reason] = reasons.get(reason, 0) + n
+        lost = sum(downstream.values())
+        return IngestOutcome(len(records) - lost, decoded.rejected + lost, _describe(reasons, kind))

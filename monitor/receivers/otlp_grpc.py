@@ -1,25 +1,28 @@
 """OTLP/gRPC receiver (grpc.aio): TraceService/Export and LogsService/Export.
 
-gRPC decompresses gzip itself and enforces ``max_receive_message_length`` on the decompressed
-message, so the limits match the HTTP receiver's. Dropped spans go into ``partial_success``;
-a request whose records cannot be converted gets INVALID_ARGUMENT.
+The methods are registered with raw-bytes handlers: the bearer token is checked before a byte of
+the message is parsed, the body is forwarded as received, and parsing goes through the same
+decoder as OTLP/HTTP — so a malformed message is INVALID_ARGUMENT with the decoder's reason and a
+counted rejection, never UNKNOWN with a logged traceback from grpc's own deserializer. gRPC
+decompresses gzip itself and enforces ``max_receive_message_length`` on the decompressed message,
+so the limits match the HTTP receiver's. Dropped spans go into ``partial_success``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import grpc
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from monitor.config import GrpcReceiverConfig
 from monitor.errors import DecodeError
 from monitor.interfaces import Telemetry
 from monitor.receivers.auth import bearer_ok
-from monitor.receivers.decode import decode_logs_message, decode_trace_message
+from monitor.receivers.decode import PROTOBUF
 from monitor.receivers.ingest import Ingest, IngestOutcome
 from monitor.receivers.otlp_http import BodySink
 
@@ -27,7 +30,8 @@ __all__ = ["OtlpGrpcReceiver"]
 
 log = logging.getLogger(__name__)
 _TRANSPORT = "grpc"
-_PROTOBUF = "application/x-protobuf"
+_TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+_LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 
 
 def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
@@ -35,72 +39,6 @@ def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
         if k == key:
             return v if isinstance(v, str) else v.decode()
     return None
-
-
-class _Base:
-    """One OTLP Export method; subclasses name the path, converter and response fields."""
-
-    path = ""
-    rejected_field = ""
-
-    def __init__(self, owner: "OtlpGrpcReceiver") -> None:
-        self._owner = owner
-
-    def _convert(self, request: Any) -> Any:
-        raise NotImplementedError
-
-    def _accept(self, decoded: Any) -> IngestOutcome:
-        raise NotImplementedError
-
-    def _response(self) -> Any:
-        raise NotImplementedError
-
-    async def Export(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
-        owner = self._owner
-        if not bearer_ok(owner.token, _metadata(context, "authorization")):
-            owner.telemetry.requests_rejected(_TRANSPORT, "unauthenticated")
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        if owner.forward is not None:
-            owner.forward.offer(self.path, request.SerializeToString(), _PROTOBUF, None)
-        try:
-            decoded = await owner.ingest.convert(request.ByteSize(), self._convert, request)
-        except DecodeError as exc:
-            owner.telemetry.requests_rejected(_TRANSPORT, "undecodable")
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        outcome = self._accept(decoded)
-        resp = self._response()
-        if outcome.rejected:
-            setattr(resp.partial_success, self.rejected_field, outcome.rejected)
-            resp.partial_success.error_message = outcome.message
-        return resp
-
-
-class _TraceService(_Base, trace_service_pb2_grpc.TraceServiceServicer):
-    path = "/v1/traces"
-    rejected_field = "rejected_spans"
-
-    def _convert(self, request: Any) -> Any:
-        return decode_trace_message(request)
-
-    def _accept(self, decoded: Any) -> IngestOutcome:
-        return self._owner.ingest.accept_spans(decoded, _TRANSPORT)
-
-    def _response(self) -> Any:
-        return trace_service_pb2.ExportTraceServiceResponse()
-
-
-class _LogsService(_Base, logs_service_pb2_grpc.LogsServiceServicer):
-    path = "/v1/logs"
-    rejected_field = "rejected_log_records"
-
-    def _convert(self, request: Any) -> Any:
-        return decode_logs_message(request)
-
-    def _accept(self, decoded: Any) -> IngestOutcome:
-        return self._owner.ingest.accept_logs(decoded, _TRANSPORT)
-
-    def _response(self) -> Any:
-        return logs_service_pb2.ExportLogsServiceResponse()
 
 
 class OtlpGrpcReceiver:
@@ -116,6 +54,44 @@ class OtlpGrpcReceiver:
         self._server: grpc.aio.Server | None = None
         self.port: int | None = None
 
+    async def _export(self, body: bytes, context: grpc.aio.ServicerContext, path: str,
+                      ingest: Callable[[bytes, str, str], Awaitable[IngestOutcome]]) -> IngestOutcome:
+        if not bearer_ok(self.token, _metadata(context, "authorization")):
+            self.telemetry.requests_rejected(_TRANSPORT, "unauthenticated")
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        if self.forward is not None:
+            self.forward.offer(path, body, PROTOBUF, None)
+        try:
+            return await ingest(body, PROTOBUF, _TRANSPORT)
+        except DecodeError as exc:
+            self.telemetry.requests_rejected(_TRANSPORT, "undecodable")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        raise AssertionError("unreachable: abort raises")
+
+    async def _traces(self, body: bytes, context: grpc.aio.ServicerContext) -> Any:
+        outcome = await self._export(body, context, "/v1/traces", self.ingest.traces)
+        resp = trace_service_pb2.ExportTraceServiceResponse()
+        if outcome.rejected:
+            resp.partial_success.rejected_spans = outcome.rejected
+            resp.partial_success.error_message = outcome.message
+        return resp
+
+    async def _logs(self, body: bytes, context: grpc.aio.ServicerContext) -> Any:
+        outcome = await self._export(body, context, "/v1/logs", self.ingest.logs)
+        resp = logs_service_pb2.ExportLogsServiceResponse()
+        if outcome.rejected:
+            resp.partial_success.rejected_log_records = outcome.rejected
+            resp.partial_success.error_message = outcome.message
+        return resp
+
+    def _handlers(self) -> tuple[grpc.GenericRpcHandler, ...]:
+        def raw(fn: Callable[[bytes, grpc.aio.ServicerContext], Awaitable[Any]]) -> grpc.RpcMethodHandler:
+            # No request_deserializer: the method receives the message bytes as sent.
+            return grpc.unary_unary_rpc_method_handler(fn, response_serializer=lambda m: m.SerializeToString())
+
+        return (grpc.method_handlers_generic_handler(_TRACE_SERVICE, {"Export": raw(self._traces)}),
+                grpc.method_handlers_generic_handler(_LOGS_SERVICE, {"Export": raw(self._logs)}))
+
     async def start(self) -> None:
         if self._server is not None:
             return
@@ -125,8 +101,7 @@ class OtlpGrpcReceiver:
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
             ("grpc.so_reuseport", 0),
         ])
-        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(self), server)
-        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_LogsService(self), server)
+        server.add_generic_rpc_handlers(self._handlers())
         address = f"{self.config.host}:{self.config.port}"
         port = server.add_insecure_port(address)
         if port == 0:

@@ -5,16 +5,20 @@ Status codes follow the OTLP/HTTP specification: 200 with an ``Export*ServiceRes
 over the compressed or decompressed limit, 415 for an unsupported Content-Type or
 Content-Encoding, 401 for a missing bearer token, 503 + Retry-After past
 ``max_concurrent_requests`` (bodies held in memory are bounded; exporters retry 503). Error bodies are ``google.rpc.Status`` in the
-request's own encoding. The receiver never answers 429/503 for our own overload: the app's
+request's own encoding. Bodies still arriving are bounded apart (``max_concurrent_uploads``,
+``body_timeout_seconds`` → 408), so stalled uploads never hold the slots of ready requests, and a
+client that hangs up mid-body is counted, not logged. The receiver never answers 429/503 for our own overload: the app's
 exporter would retry and back up into the app; we drop and report instead.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Protocol
 
-from aiohttp import web
+from aiohttp import ClientError, web
+from aiohttp.http_exceptions import HttpProcessingError
 from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
@@ -25,7 +29,7 @@ from monitor.http_site import start_site
 from monitor.errors import DecodeError, PayloadTooLarge, UnsupportedMediaType
 from monitor.interfaces import Telemetry
 from monitor.receivers.auth import bearer_ok
-from monitor.receivers.decode import JSON, PROTOBUF, decompress, media_type_of
+from monitor.receivers.decode import JSON, PROTOBUF, media_type_of
 from monitor.receivers.ingest import Ingest, IngestOutcome
 
 __all__ = ["BodySink", "OtlpHttpReceiver"]
@@ -67,6 +71,7 @@ class OtlpHttpReceiver:
         self._token = config.bearer_token.get_secret_value() if config.bearer_token else None
         self._runner: web.AppRunner | None = None
         self._inflight = 0
+        self._uploading = 0
         self.port: int | None = None
 
     def _app(self) -> web.Application:
@@ -81,8 +86,11 @@ class OtlpHttpReceiver:
             return
         # auto_decompress off: we inflate ourselves, under the decompressed-size limit, so a
         # gzip bomb is refused after limit+1 bytes instead of being inflated by the parser.
+        # lingering_time: after a refused or timed-out body, read on for at most 1 s (so an honest
+        # client can still read the status) before closing, not aiohttp's default 10 s.
         self._runner, self.port = await start_site(self._app(), self._config.host, self._config.port,
-                                                   shutdown_timeout=5.0, auto_decompress=False)
+                                                   shutdown_timeout=5.0, auto_decompress=False,
+                                                   lingering_time=1.0)
         log.info("OTLP/HTTP receiver listening on %s:%s", self._config.host, self.port)
 
     async def shutdown(self, deadline: float) -> None:
@@ -97,22 +105,11 @@ class OtlpHttpReceiver:
         return await self._handle(request, "/v1/logs")
 
     async def _handle(self, request: web.Request, path: str) -> web.Response:
-        if self._inflight >= self._config.max_concurrent_requests:
-            self._telemetry.requests_rejected(_TRANSPORT, "overloaded")
-            resp = _error(503, _GRPC_UNAVAILABLE, "receiver overloaded, retry later", PROTOBUF)
-            resp.headers["Retry-After"] = "1"
-            return resp
-        self._inflight += 1
-        try:
-            return await self._handle_one(request, path)
-        finally:
-            self._inflight -= 1
-
-    async def _handle_one(self, request: web.Request, path: str) -> web.Response:
         try:
             media_type = media_type_of(request.headers.get("Content-Type"))
         except UnsupportedMediaType as exc:
             return self._reject(415, _GRPC_INVALID_ARGUMENT, str(exc), PROTOBUF, "unsupported_media_type")
+        # Authentication before anything is read or parsed.
         if not bearer_ok(self._token, request.headers.get("Authorization")):
             return self._reject(401, _GRPC_UNAUTHENTICATED, "missing or wrong bearer token", media_type, "unauthenticated")
         limit = self._config.max_request_bytes
@@ -120,14 +117,44 @@ class OtlpHttpReceiver:
             return self._reject(413, _GRPC_RESOURCE_EXHAUSTED,
                                 f"body of {request.content_length} bytes exceeds the limit of {limit}",
                                 media_type, "too_large")
+        if self._uploading >= self._config.max_concurrent_uploads:
+            return self._overloaded(media_type, "too many uploads in progress, retry later")
+        self._uploading += 1
         try:
-            raw = await request.read()
+            raw = await asyncio.wait_for(request.read(), self._config.body_timeout_seconds)
         except web.HTTPRequestEntityTooLarge:
             return self._reject(413, _GRPC_RESOURCE_EXHAUSTED, f"body exceeds the limit of {limit} bytes",
                                 media_type, "too_large")
+        except TimeoutError:
+            resp = self._reject(408, _GRPC_UNAVAILABLE, f"body not received within "
+                                f"{self._config.body_timeout_seconds:g} s", media_type, "body_timeout")
+            resp.force_close()
+            return resp
+        except (ConnectionError, ClientError, HttpProcessingError, asyncio.IncompleteReadError):
+            # The client hung up mid-body: nobody to answer, nothing to log but a count.
+            self._telemetry.requests_rejected(_TRANSPORT, "client_disconnected")
+            resp = web.Response(status=400)
+            resp.force_close()
+            return resp
+        finally:
+            self._uploading -= 1
+        if self._inflight >= self._config.max_concurrent_requests:
+            return self._overloaded(media_type, "receiver overloaded, retry later")
+        self._inflight += 1
+        try:
+            return await self._process(request, path, raw, media_type)
+        finally:
+            self._inflight -= 1
+
+    def _overloaded(self, media_type: str, message: str) -> web.Response:
+        resp = self._reject(503, _GRPC_UNAVAILABLE, message, media_type, "overloaded")
+        resp.headers["Retry-After"] = "1"
+        return resp
+
+    async def _process(self, request: web.Request, path: str, raw: bytes, media_type: str) -> web.Response:
         encoding = request.headers.get("Content-Encoding")
         try:
-            body = decompress(raw, encoding, self._config.max_decompressed_bytes)
+            body = await self._ingest.decompress(raw, encoding, self._config.max_decompressed_bytes)
             if self._forward is not None:
                 self._forward.offer(path, raw, request.headers.get("Content-Type", media_type), encoding)
             if path == "/v1/traces":

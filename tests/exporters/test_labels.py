@@ -48,3 +48,17 @@ def test_no_label_outside_the_allow_list_reaches_a_series() -> None:
 def test_long_values_are_cut() -> None:
     policy = LabelPolicy(["route"], 5)
     assert len(policy.values(result(score("coherence", 4.0), labels={"route": "x" * 10_000}))[1]) == 120
+
+
+def test_a_capped_value_is_counted_once_per_result_across_prometheus_and_rolling_windows() -> None:
+    from monitor.app import Sidecar
+    from tests.support.pipeline import test_config
+
+    config = test_config().model_copy(update={"exporters": test_config().exporters.model_copy(
+        update={"max_label_values": 5})})
+    sidecar = Sidecar(config, registry=CollectorRegistry())
+    for i in range(8):  # 8 services, 5 admitted: 3 results carry a capped service
+        r = result(score("coherence", 4.0), service=f"svc-{i}")
+        for consumer in (sidecar.results, sidecar.rolling):  # as the evaluation stage fans out
+            consumer.consume_result(r)
+    assert sidecar.registry.get_sample_value("rag_monitor_label_values_capped_total", {"label": "service"}) == 3

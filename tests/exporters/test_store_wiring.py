@@ -85,3 +85,29 @@ async def test_the_admin_api_serves_the_sidecars_own_results(tmp_path: Path) -> 
     assert (hour["evaluations"], hour["defects"], hour["defect_rate"]) == (2, 1, 0.5)
     items = evaluations["items"]
     assert [i["conversation_id"] for i in items] == ["c1"]
+
+
+async def test_store_and_jsonl_files_are_private(tmp_path):
+    import os
+    import stat
+
+    from monitor.app import Sidecar
+    from prometheus_client import CollectorRegistry
+    from tests.support.pipeline import test_config
+
+    data = test_config().model_dump(mode="json")
+    data["exporters"] = {"store": {"enabled": True, "path": str(tmp_path / "s.sqlite3")},
+                         "jsonl": {"path": str(tmp_path / "results.jsonl")}}
+    from monitor.config import MonitorConfig
+
+    old = os.umask(0o022)  # a usual umask would make new files world-readable
+    try:
+        sidecar = Sidecar(MonitorConfig.model_validate(data), registry=CollectorRegistry())
+        await sidecar.start()
+        await sidecar.shutdown()
+    finally:
+        os.umask(old)
+    files = [p for p in tmp_path.iterdir()]
+    assert {p.name for p in files} >= {"s.sqlite3", "results.jsonl"}
+    for p in files:
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name

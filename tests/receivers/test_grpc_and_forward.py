@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import random
 import time
 
@@ -166,3 +167,39 @@ async def test_a_dead_downstream_is_counted_not_retried_forever():
         await asyncio.wait_for(sc.forwarder.drained(), 10)
         assert metric_value(sc, "rag_monitor_forward_total", outcome="failed") == 1
         assert metric_value(sc, "rag_monitor_forward_total", outcome="retried") == 1
+
+
+def _raw_export(channel: grpc.aio.Channel) -> grpc.aio.UnaryUnaryMultiCallable:
+    # No serializer: the test sends whatever bytes it likes, as a hostile client would.
+    return channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+
+
+async def test_malformed_grpc_messages_are_invalid_argument_counted_and_quiet(caplog):
+    rng = random.Random(7)
+    bodies = [rng.randbytes(rng.randint(1, 300)) for _ in range(200)] + [b"\x0a\xff\xff\xff\xff\x0f"]
+    async with running_sidecar() as (sc, sink):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{sc.grpc.port}") as channel:
+            export = _raw_export(channel)
+            codes = []
+            for body in bodies:
+                try:
+                    await export(body)
+                    codes.append(grpc.StatusCode.OK)  # random bytes can happen to be a valid (empty) request
+                except grpc.aio.AioRpcError as err:
+                    codes.append(err.code())
+    assert set(codes) <= {grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT}
+    invalid = codes.count(grpc.StatusCode.INVALID_ARGUMENT)
+    assert invalid > 100
+    assert metric_value(sc, "rag_monitor_requests_rejected_total", transport="grpc", reason="undecodable") == invalid
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+async def test_grpc_token_is_checked_before_the_message_is_parsed():
+    data = test_config().model_dump()
+    data["receivers"]["grpc"]["bearer_token"] = "s3cret-token"
+    async with running_sidecar(MonitorConfig.model_validate(data)) as (sc, _):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{sc.grpc.port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await _raw_export(channel)(b"\xff\xff\xff not protobuf")
+    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert metric_value(sc, "rag_monitor_requests_rejected_total", transport="grpc", reason="undecodable") == 0

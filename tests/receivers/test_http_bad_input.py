@@ -190,9 +190,9 @@ async def test_json_body_with_string_int64_and_hex_ids_is_accepted(sidecar):
     assert turn.service == "svc"
 
 
-async def test_over_max_concurrent_requests_answers_503_with_retry_after():
+async def test_over_max_concurrent_uploads_answers_503_with_retry_after():
     data = test_config().model_dump()
-    data["receivers"]["http"]["max_concurrent_requests"] = 1
+    data["receivers"]["http"]["max_concurrent_uploads"] = 1
     from monitor.config import MonitorConfig
 
     async with running_sidecar(MonitorConfig.model_validate(data)) as (sc, sink):
@@ -214,7 +214,7 @@ async def test_over_max_concurrent_requests_answers_503_with_retry_after():
 
             task = asyncio.create_task(first())
             await first_chunk_sent.wait()
-            while sc.http._inflight == 0:  # the handler has the request once headers are parsed
+            while sc.http._uploading == 0:  # the handler has the request once headers are parsed
                 await asyncio.sleep(0.01)
             async with s.post(url, data=io.BytesIO(body), headers=PB) as r:
                 assert r.status == 503
