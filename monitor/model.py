@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Mapping
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
 
 __all__ = [
     "AttributeValue",
@@ -57,16 +58,20 @@ class StatusCode(IntEnum):
     ERROR = 2
 
 
-@dataclass(frozen=True, slots=True)
-class SpanEvent:
+# The three record types the receivers produce are NamedTuples: as immutable as frozen
+# dataclasses and typed alike, but built five times faster, and ingest builds one per span.
+_NO_ATTRIBUTES: Attributes = MappingProxyType({})
+
+
+class SpanEvent(NamedTuple):
     name: str
     time_unix_nano: int
-    attributes: Attributes = field(default_factory=dict)
+    attributes: Attributes = _NO_ATTRIBUTES
 
 
-@dataclass(frozen=True, slots=True)
-class SpanRecord:
-    """One received span. Ids are lowercase hex; ``parent_span_id`` is "" for a root span."""
+class SpanRecord(NamedTuple):
+    """One received span. Ids are lowercase hex; ``parent_span_id`` is "" for a root span.
+    ``size`` is the span's encoded size in bytes (the assembler's memory budget counts it)."""
 
     trace_id: str
     span_id: str
@@ -77,11 +82,12 @@ class SpanRecord:
     end_time_unix_nano: int
     status_code: int = StatusCode.UNSET
     status_message: str = ""
-    attributes: Attributes = field(default_factory=dict)
+    attributes: Attributes = _NO_ATTRIBUTES
     events: tuple[SpanEvent, ...] = ()
-    resource: Attributes = field(default_factory=dict)
+    resource: Attributes = _NO_ATTRIBUTES
     scope_name: str = ""
     scope_version: str = ""
+    size: int = 0
 
     @property
     def is_root(self) -> bool:
@@ -92,8 +98,7 @@ class SpanRecord:
         return max(0, self.end_time_unix_nano - self.start_time_unix_nano) / 1e9
 
 
-@dataclass(frozen=True, slots=True)
-class LogRecord:
+class LogRecord(NamedTuple):
     """One received log record (GenAI events arrive as these). Ids are "" when absent."""
 
     trace_id: str
@@ -101,10 +106,11 @@ class LogRecord:
     time_unix_nano: int
     event_name: str
     body: AttributeValue
-    attributes: Attributes = field(default_factory=dict)
-    resource: Attributes = field(default_factory=dict)
+    attributes: Attributes = _NO_ATTRIBUTES
+    resource: Attributes = _NO_ATTRIBUTES
     scope_name: str = ""
     severity_number: int = 0
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -184,27 +184,39 @@ _ID_KEYS = ("id", "id_", "doc_id", "document_id", "node_id", "chunk_id", "uri")
 _SCORE_KEYS = ("score", "relevance_score", "similarity", "similarity_score")
 
 
+def _first_of(item: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for k in keys:
+        v = item.get(k)
+        if v is not None:
+            return v
+    return None
+
+
 def _doc_from_mapping(item: Mapping[str, Any]) -> Document | None:
     # LlamaIndex NodeWithScore: {"node": {"id_", "text", "metadata"}, "score"}.
     node = item.get("node")
     if isinstance(node, dict):
         item = {**node, "score": item.get("score", node.get("score"))}
     # LangChain's serialised Document: {"lc": 1, "kwargs": {"id", "page_content", "metadata"}}.
-    if isinstance(item.get("kwargs"), dict) and "page_content" in item["kwargs"]:
-        item = item["kwargs"]
-    meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
-    content = next((as_str(item[k]) for k in _CONTENT_KEYS if isinstance(item.get(k), str)), None)
-    doc_id = next((as_str(item[k]) for k in _ID_KEYS if item.get(k) is not None and as_str(item[k])), None)
-    if doc_id is None:
+    kwargs = item.get("kwargs")
+    if isinstance(kwargs, dict) and "page_content" in kwargs:
+        item = kwargs
+    raw_meta = item.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    content = item.get("content")
+    if not isinstance(content, str):
+        content = next((item[k] for k in _CONTENT_KEYS if isinstance(item.get(k), str)), None)
+    doc_id = as_str(_first_of(item, _ID_KEYS))
+    if not doc_id:
         # metadata "source" is a file or URL shared by many chunks, not a chunk id.
-        doc_id = next((as_str(meta[k]) for k in _ID_KEYS if meta.get(k) is not None and as_str(meta[k])), None)
-    score = next((as_float(item[k]) for k in _SCORE_KEYS if as_float(item.get(k)) is not None), None)
-    if score is None:  # frameworks without a score field keep it in the metadata
-        score = next((as_float(meta[k]) for k in _SCORE_KEYS if as_float(meta.get(k)) is not None), None)
-    title = as_str(item.get("title")) or as_str(meta.get("title"))
+        doc_id = as_str(_first_of(meta, _ID_KEYS)) if meta else None
+    score = as_float(_first_of(item, _SCORE_KEYS))
+    if score is None and meta:  # frameworks without a score field keep it in the metadata
+        score = as_float(_first_of(meta, _SCORE_KEYS))
+    title = as_str(item.get("title")) or (as_str(meta.get("title")) if meta else None)
     if content is None and doc_id is None:
         return None
-    return Document(doc_id, content, score, title)
+    return Document(doc_id or None, content, score, title)
 
 
 def documents_from_value(value: Any) -> list[Document] | None:

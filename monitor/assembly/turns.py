@@ -87,8 +87,18 @@ class _Reading:
     def __init__(self, trace: TraceView, conventions: Sequence[Convention]) -> None:
         self.trace = trace
         self.conventions = conventions
-        self.roles: dict[str, str | None] = {
-            s.span_id: _first(conventions, lambda c, s=s: c.role(s)) for s in trace.spans}
+        role_keys = frozenset().union(*(c.role_keys for c in conventions))
+        self.roles: dict[str, str | None] = {}
+        for s in trace.spans:
+            role = None
+            # Most spans of a trace (HTTP, DB, framework plumbing) carry no key any convention
+            # reads: one set test instead of a call per convention.
+            if not role_keys.isdisjoint(s.attributes):
+                for c in conventions:
+                    role = c.role(s)
+                    if role:
+                        break
+            self.roles[s.span_id] = role
         self.chats = [s for s in trace.spans if self.roles[s.span_id] == CHAT]
         self.calls: dict[str, LlmCall] = {}
         for s in self.chats:
@@ -135,6 +145,30 @@ def _is_templated(message: str, request: str, documents: Sequence[Document]) -> 
     slot_start = before == "" or before.endswith(("\n", ":", '"', "'", "`"))
     slot_end = after == "" or after.startswith(("\n", '"', "'", "`"))
     return slot_start and slot_end and len(message) >= len(request) + 20
+
+
+def _may_be_templated(message: str) -> bool:
+    # A template holds the request and more: a short message cannot be one, which saves reading
+    # the chain inputs for most turns.
+    return len(message) >= 23
+
+
+def _requests(reading: _Reading, retrieval: Retrieval | None) -> list[str]:
+    """The user's request as the app passed it in: the outermost chain/workflow input first,
+    the retrieval query last."""
+    trace = reading.trace
+    entries = sorted((s for s in trace.spans if reading.roles[s.span_id] == ENTRY or s is trace.root),
+                     key=lambda s: (trace.depth(s), s.start_time_unix_nano))
+    requests = []
+    for s in entries:
+        for c in reading.conventions:
+            text = c.user_input(s)
+            if text:
+                requests.append(text)
+                break
+    if retrieval and retrieval.query:
+        requests.append(retrieval.query)
+    return requests
 
 
 def _documents(reading: _Reading, before_ns: int, mapping: AttributeMapping) -> tuple[Retrieval | None, SpanRecord | None]:
@@ -217,25 +251,21 @@ def build_turn(spans: Sequence[SpanRecord], logs: Sequence[LogRecord], mapping: 
     question, history, system = _split(call.inputs)
     retrieval, retrieval_span = _documents(reading, final.start_time_unix_nano, mapping)
     documents = retrieval.documents if retrieval else []
-    # The user's request as the app passed it in: the outermost chain/workflow input first.
-    entries = sorted((s for s in trace.spans if reading.roles[s.span_id] == ENTRY or s is root),
-                     key=lambda s: (trace.depth(s), s.start_time_unix_nano))
-    requests = [r for r in (_first(conventions, lambda c, s=s: c.user_input(s)) for s in entries) if r]
-    if retrieval and retrieval.query:
-        requests.append(retrieval.query)
     mapped_question = _lookup(ordered, mapping.question)
     if mapped_question:
         question = mapped_question
         ex.note("question: from the attribute mapping")
-    elif question is not None:
-        request = next((r for r in requests if _is_templated(question, r, documents)), None)
-        if request is not None:
-            ex.note("question: the chat prompt is a template around the user's request; taken from the "
-                    "chain/workflow input")
-            question = request
-    elif requests:
-        question = requests[0]
-        ex.note("question: no user message in the chat call; taken from the chain/workflow input")
+    elif question is None or _may_be_templated(question):
+        requests = _requests(reading, retrieval)
+        if question is not None:
+            request = next((r for r in requests if _is_templated(question, r, documents)), None)
+            if request is not None:
+                ex.note("question: the chat prompt is a template around the user's request; taken from the "
+                        "chain/workflow input")
+                question = request
+        elif requests:
+            question = requests[0]
+            ex.note("question: no user message in the chat call; taken from the chain/workflow input")
     if not question:
         raise NoTurn("no_question")
 

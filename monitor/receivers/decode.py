@@ -169,9 +169,11 @@ def _parse_pb(cls: Any, body: bytes) -> Any:
         raise DecodeError(f"body is not a valid {cls.DESCRIPTOR.name} protobuf: {exc}") from None
 
 
-def _pb_spans(req: Any, now_ns: int, max_chars: int) -> DecodedSpans:
+def _pb_spans(req: Any, now_ns: int, max_chars: int, body_bytes: int) -> DecodedSpans:
     out: DecodedSpans = Decoded(max_chars=max_chars)
     append = out.records.append
+    # Each span is charged its share of the body: what the assembler's byte budget counts.
+    size = body_bytes // max(1, sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans))
     for rs in req.resource_spans:
         resource = _pb_attrs(rs.resource.attributes, out)
         for ss in rs.scope_spans:
@@ -188,7 +190,7 @@ def _pb_spans(req: Any, now_ns: int, max_chars: int) -> DecodedSpans:
                 append(SpanRecord(
                     trace_id, span_id, s.parent_span_id.hex(), s.name, s.kind, start, end,
                     s.status.code, s.status.message, _pb_attrs(s.attributes, out), events,
-                    resource, scope_name, scope_version,
+                    resource, scope_name, scope_version, size,
                 ))
     return out
 
@@ -342,7 +344,7 @@ def _json_load(body: bytes) -> dict[str, Any]:
     return doc
 
 
-def _json_spans(doc: dict[str, Any], now_ns: int, max_chars: int) -> DecodedSpans:
+def _json_spans(doc: dict[str, Any], now_ns: int, max_chars: int, body_bytes: int) -> DecodedSpans:
     out: DecodedSpans = Decoded(max_chars=max_chars)
     for i, rs in enumerate(_J.arr(doc.get("resourceSpans"), "resourceSpans")):
         p = f"resourceSpans[{i}]"
@@ -357,6 +359,9 @@ def _json_spans(doc: dict[str, Any], now_ns: int, max_chars: int) -> DecodedSpan
             scope_version = _J.string(scope.get("version"), q + ".scope.version")
             for k, s in enumerate(_J.arr(ss.get("spans"), q + ".spans")):
                 _json_span(_J.obj(s, f"{q}.spans[{k}]"), f"{q}.spans[{k}]", resource, scope_name, scope_version, now_ns, out)
+    if out.records:  # charge each span its share of the body (the assembler's byte budget)
+        size = body_bytes // len(out.records)
+        out.records[:] = [r._replace(size=size) for r in out.records]
     return out
 
 
@@ -424,8 +429,8 @@ def decode_traces(body: bytes, media_type: str, now_ns: int | None = None,
     ``max_chars`` (counted in ``truncated``)."""
     now_ns = now_ns or time.time_ns()
     if media_type == PROTOBUF:
-        return _pb_spans(_parse_pb(ExportTraceServiceRequest, body), now_ns, max_chars)
-    return _json_spans(_json_load(body), now_ns, max_chars)
+        return _pb_spans(_parse_pb(ExportTraceServiceRequest, body), now_ns, max_chars, len(body))
+    return _json_spans(_json_load(body), now_ns, max_chars, len(body))
 
 
 def decode_logs(body: bytes, media_type: str, now_ns: int | None = None,

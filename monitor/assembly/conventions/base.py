@@ -110,6 +110,9 @@ class Convention(Protocol):
     """One instrumentation's vocabulary. All methods are pure and return None when not theirs."""
 
     name: str
+    # Attribute keys at least one of which a span must carry for ``role`` to be anything but
+    # None: lets the builder skip the many spans no convention claims without asking each one.
+    role_keys: frozenset[str]
 
     def role(self, span: SpanRecord) -> str | None:
         """CHAT, EMBEDDING, RETRIEVAL, RERANK, TOOL or ENTRY (a chain/workflow/agent/pipeline

@@ -82,6 +82,7 @@ def _first_int(a: Any, keys: Sequence[str]) -> int | None:
 
 class GenAI:
     name = "genai"
+    role_keys = frozenset({OPERATION, RETRIEVAL_DOCUMENTS})
 
     def role(self, span: SpanRecord) -> str | None:
         a = span.attributes

@@ -68,6 +68,7 @@ def _reply_meta(output: Any) -> Mapping[str, Any]:
 
 class Haystack:
     name = "haystack"
+    role_keys = frozenset({COMPONENT_TYPE, PIPELINE_INPUT})
 
     def role(self, span: SpanRecord) -> str | None:
         a = span.attributes

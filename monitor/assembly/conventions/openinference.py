@@ -100,6 +100,7 @@ def _value_messages(a: Mapping[str, Any]) -> tuple[list[Message], list[Message]]
 
 class OpenInference:
     name = "openinference"
+    role_keys = frozenset({SPAN_KIND})
 
     def role(self, span: SpanRecord) -> str | None:
         kind = span.attributes.get(SPAN_KIND)

@@ -27,6 +27,7 @@ PROMPT_TOKENS = "gen_ai.usage.prompt_tokens"
 COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"
 
 _CHAT_TYPES = frozenset({"chat", "completion"})
+_FIRST_INDEXED = (PROMPT_PREFIX + ".0.content", PROMPT_PREFIX + ".0.role", COMPLETION_PREFIX + ".0.content")
 _HINT = ("OpenLLMetry: set TRACELOOP_TRACE_CONTENT=true (or Traceloop.init(trace_content=True)); with "
          "use_attributes=False the content is in log records: export logs to the sidecar too")
 
@@ -41,6 +42,7 @@ def _entity_output(a: Mapping[str, Any]) -> Any:
 
 class OpenLLMetry:
     name = "openllmetry"
+    role_keys = frozenset({REQUEST_TYPE, SPAN_KIND})
 
     def role(self, span: SpanRecord) -> str | None:
         a = span.attributes
@@ -58,10 +60,12 @@ class OpenLLMetry:
 
     def llm_call(self, span: SpanRecord, trace: TraceView) -> LlmCall | None:
         a = span.attributes
-        inputs = indexed_messages(a, PROMPT_PREFIX, "role", "content")
-        outputs = indexed_messages(a, COMPLETION_PREFIX, "role", "content")
-        if not (inputs or outputs or REQUEST_TYPE in a):
+        # The indexed keys start at 0: test for those before scanning every attribute.
+        indexed_keys = any(k in a for k in _FIRST_INDEXED)
+        if not (indexed_keys or REQUEST_TYPE in a):
             return None
+        inputs = indexed_messages(a, PROMPT_PREFIX, "role", "content") if indexed_keys else []
+        outputs = indexed_messages(a, COMPLETION_PREFIX, "role", "content") if indexed_keys else []
         return LlmCall(self.name, inputs, [Message(m.role or "assistant", m.content) for m in outputs],
                        input_tokens=as_int(a.get(PROMPT_TOKENS)), output_tokens=as_int(a.get(COMPLETION_TOKENS)))
 
