@@ -37,7 +37,10 @@ class BatchWriter(ABC):
     """
 
     def __init__(self, queue: str, telemetry: DropTelemetry, clock: Callable[[], float], *, capacity: int,
-                 batch_size: int, flush_interval: float, log: logging.Logger, label: str) -> None:
+                 batch_size: int, flush_interval: float, log: logging.Logger, label: str,
+                 max_queue_bytes: int = 64 * 1024 * 1024) -> None:
+        self._max_queue_bytes = max_queue_bytes
+        self._queued_bytes = 0
         self._queue_name = queue
         self._drops = telemetry
         self._clock = clock
@@ -58,10 +61,13 @@ class BatchWriter(ABC):
 
     def consume_result(self, result: EvaluationResult) -> None:
         """Queue ``result`` for writing; drops and counts it when the queue is full or closed."""
-        if not self._accepting or len(self._queue) >= self._capacity:
+        size = result.turn.text_bytes
+        if (not self._accepting or len(self._queue) >= self._capacity
+                or self._queued_bytes + size > self._max_queue_bytes):
             self._drops.queue_dropped(self._queue_name, 1)
             return
         self._queue.append((self._clock(), result))
+        self._queued_bytes += size
         if len(self._queue) >= self._batch_size:
             self._wake.set()
 
@@ -99,6 +105,7 @@ class BatchWriter(ABC):
         if self._queue:
             self._drops.queue_dropped(self._queue_name, len(self._queue))
             self._queue.clear()
+            self._queued_bytes = 0
         return True
 
     async def _run(self) -> None:
@@ -110,6 +117,7 @@ class BatchWriter(ABC):
                 except TimeoutError:
                     pass
             batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
+            self._queued_bytes = max(0, self._queued_bytes - sum(r.turn.text_bytes for _, r in batch))
             if batch:
                 await self._write_batch(batch)
             await self._after_batch()

@@ -92,6 +92,7 @@ class StoreConfig(_Section):
     max_age_hours: float = Field(168.0, gt=0, description="rows older than this are deleted")
     max_bytes: int = Field(512 * MiB, gt=0, description="oldest rows are deleted past this file size")
     queue_size: int = Field(10_000, gt=0, description="results waiting to be written; more are dropped and counted")
+    max_queue_bytes: int = Field(64 * MiB, gt=0, description="text held by the results waiting to be written")
     batch_size: int = Field(256, gt=0)
     flush_interval_seconds: float = Field(1.0, gt=0)
     backlog_flush_seconds: float = Field(
@@ -105,6 +106,7 @@ class JsonlConfig(_Section):
     path: str | None = Field(None, description="off unless set")
     max_bytes: int = Field(256 * MiB, gt=0, description="rotated to <path>.1 past this size")
     queue_size: int = Field(10_000, gt=0)
+    max_queue_bytes: int = Field(64 * MiB, gt=0, description="text held by the results waiting to be written")
 
 
 class ExportersConfig(_Section):

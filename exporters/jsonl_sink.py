@@ -131,7 +131,8 @@ class JsonlSink(BatchWriter):
         if batch_size <= 0 or flush_interval_seconds <= 0:
             raise ValueError("batch_size and flush_interval_seconds must be positive")
         super().__init__("jsonl", telemetry, clock, capacity=config.queue_size, batch_size=batch_size,
-                         flush_interval=flush_interval_seconds, log=log, label="jsonl sink")
+                         flush_interval=flush_interval_seconds, log=log, label="jsonl sink",
+                         max_queue_bytes=config.max_queue_bytes)
         self._config = config
         self._telemetry = telemetry
         self._file = _RotatingFile(Path(config.path), config.max_bytes)

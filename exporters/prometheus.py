@@ -100,11 +100,13 @@ class ScrapeTimeCollector(Collector):
     capacity)."""
 
     def __init__(self, queues: Mapping[str, tuple[Callable[[], int], int]], pending_traces: Callable[[], int],
-                 pending_spans: Callable[[], int], open_conversations: Callable[[], int]) -> None:
+                 pending_spans: Callable[[], int], open_conversations: Callable[[], int],
+                 pending_bytes: Callable[[], int] = lambda: 0) -> None:
         self._queues = dict(queues)
         self._readers = {
             "rag_monitor_pending_traces": pending_traces,
             "rag_monitor_pending_spans": pending_spans,
+            "rag_monitor_pending_bytes": pending_bytes,
             "rag_monitor_open_conversations": open_conversations,
         }
 

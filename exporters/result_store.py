@@ -41,6 +41,7 @@ from typing import Any, Callable, Collection, Protocol, Sequence
 
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import StoreConfig
+from exporters.turn_queries import OutcomeReason, StoredTurn, encode_documents, outcome_reasons, worst_turns
 from monitor.model import EvaluationResult, SamplingDecision, Turn
 from monitor.turn_codec import decode_pending, encode_pending
 
@@ -53,7 +54,7 @@ log = logging.getLogger(__name__)
 HIGHER_IS_WORSE = frozenset({"hate_unfairness", "sexual", "violence", "self_harm", "jailbreak",
                              "local_jailbreak_attempt", "local_offensive_language"})
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MAX_QUERY_ROWS = 1000
 MAX_REFILL_ROWS = 1_000_000
 _DELETE_CHUNK = 5000
@@ -103,10 +104,13 @@ CREATE TABLE pending (
     created REAL NOT NULL,
     payload TEXT NOT NULL
 )"""
-_MIGRATIONS = {0: _SCHEMA + ";" + _SCHEMA_PENDING, 1: _SCHEMA_PENDING}
+# Version 3: the turn's retrieved documents (JSON, see exporters.turn_queries), for the status page.
+_SCHEMA_DOCUMENTS = "ALTER TABLE results ADD COLUMN documents TEXT NOT NULL DEFAULT '[]'"
+_MIGRATIONS = {0: ";".join((_SCHEMA, _SCHEMA_PENDING, _SCHEMA_DOCUMENTS)),
+               1: _SCHEMA_PENDING + ";" + _SCHEMA_DOCUMENTS, 2: _SCHEMA_DOCUMENTS}
 
 _INSERT_RESULT = """INSERT INTO results (timestamp, trace_id, span_id, conversation_id, service, labels, weight,
-    sampling_policy, question, answer, turn_start_unix_nano) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    sampling_policy, question, answer, turn_start_unix_nano, documents) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _INSERT_SCORE = """INSERT INTO scores (result_id, timestamp, metric, outcome, value, scale_low, scale_high, label,
     reason, status, error_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _SELECT = """SELECT s.id, s.timestamp, s.metric, s.outcome, s.value, s.scale_low, s.scale_high, s.label, s.reason,
@@ -262,7 +266,8 @@ def _insert_batch(conn: sqlite3.Connection, batch: Sequence[tuple[float, Evaluat
             cursor = conn.execute(_INSERT_RESULT, (
                 timestamp, turn.trace_id, turn.chat_span_id, turn.conversation_id, turn.service,
                 _labels(result), _finite(result.weight) or 0.0, result.sampling_policy,
-                _cut(turn.question, max_chars), _cut(turn.answer, max_chars), turn.start_time_unix_nano))
+                _cut(turn.question, max_chars), _cut(turn.answer, max_chars), turn.start_time_unix_nano,
+                encode_documents(turn.documents, max_chars)))
             result_id = cursor.lastrowid
             conn.executemany(_INSERT_SCORE, [
                 (result_id, timestamp, s.metric, s.outcome, _finite(s.value), s.scale[0], s.scale[1], s.label,
@@ -332,7 +337,8 @@ class ResultStore(BatchWriter):
         if retention_interval_seconds <= 0:
             raise ValueError("retention_interval_seconds must be positive")
         super().__init__("store", telemetry, clock, capacity=config.queue_size, batch_size=config.batch_size,
-                         flush_interval=config.flush_interval_seconds, log=log, label="result store")
+                         flush_interval=config.flush_interval_seconds, log=log, label="result store",
+                         max_queue_bytes=config.max_queue_bytes)
         self._config = config
         self._telemetry = telemetry
         self._risk_metrics = tuple(sorted(higher_is_worse))
@@ -559,6 +565,23 @@ class ResultStore(BatchWriter):
                "/ (s.scale_high - s.scale_low) END ASC NULLS LAST, s.timestamp DESC, s.id DESC LIMIT ?")
         rows = await self._query(sql, [since, *self._risk_metrics, max(0, min(limit, MAX_QUERY_ROWS))])
         return [_stored(r) for r in rows]
+
+    async def worst_turns(self, *, since: float, metric: str | None = None, limit: int = 20) -> list[StoredTurn]:
+        """The worst turns since ``since`` (of ``metric`` when given), one entry per turn with all
+        its scores and documents (``exporters.turn_queries.worst_turns``); at most ``limit``."""
+        reader, pool = self._reader, self._reader_pool
+        if reader is None or pool is None:
+            raise RuntimeError("the result store is not running")
+        limit = max(0, min(limit, MAX_QUERY_ROWS))
+        return await asyncio.get_running_loop().run_in_executor(
+            pool, lambda: worst_turns(reader, since=since, metric=metric, limit=limit, risk=self._risk_metrics))
+
+    async def outcome_reasons(self, *, since: float) -> list[OutcomeReason]:
+        """Skipped and failed evaluations since ``since`` by metric and cause."""
+        reader, pool = self._reader, self._reader_pool
+        if reader is None or pool is None:
+            raise RuntimeError("the result store is not running")
+        return await asyncio.get_running_loop().run_in_executor(pool, lambda: outcome_reasons(reader, since=since))
 
     async def scores_since(self, since: float) -> list[tuple[float, str, str, str, float, float | None]]:
         """``(timestamp, metric, service, outcome, weight, value)`` of every score since ``since``,

@@ -72,6 +72,8 @@ SCRAPE_TIME: tuple[Instrument, ...] = (
                ("queue",)),
     Instrument("rag_monitor_pending_traces", "Traces buffered until complete.", "gauge"),
     Instrument("rag_monitor_pending_spans", "Spans buffered in pending traces.", "gauge"),
+    Instrument("rag_monitor_pending_bytes", "Encoded bytes of the spans and log records buffered in pending traces "
+               "(bounded by assembly.max_pending_bytes).", "gauge"),
     Instrument("rag_monitor_open_conversations", "Conversations open (not idle yet).", "gauge"),
 )
 

@@ -157,7 +157,8 @@ class Sidecar:
         self.evaluation = EvaluationStage(
             sampling, build_evaluators(cfg.evaluation, self.judge),
             (self.results, self.rolling, *sinks, *self._extra_consumers),
-            self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=self.store)
+            self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=self.store,
+            max_queue_bytes=cfg.evaluation.max_queue_bytes)
         self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)), self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
         self.forwarder = Forwarder(cfg.forward, self.telemetry) if cfg.forward.endpoint else None
@@ -184,7 +185,8 @@ class Sidecar:
         assembler, conversations = self.assembler, self.conversations
         self._collector = ScrapeTimeCollector(queues, lambda: assembler.pending_traces,
                                               lambda: assembler.pending_spans,
-                                              lambda: conversations.open_conversations)
+                                              lambda: conversations.open_conversations,
+                                              lambda: assembler.pending_bytes)
         self.registry.register(self._collector)
         # Downstream first: the store before the admin server that queries it.
         return [c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events, self.admin,

@@ -162,6 +162,13 @@ class Turn:
     jailbreak_attempt: bool = False
 
     @property
+    def text_bytes(self) -> int:
+        """About how much memory the turn's text holds (characters of every text field): what
+        the byte budgets of the queues count."""
+        n = len(self.question) + len(self.answer) + len(self.system_prompt or "") + len(self.ground_truth or "")
+        return n + sum(len(d.content or "") for d in self.documents) + sum(len(m.content) for m in self.history)
+
+    @property
     def context_text(self) -> str | None:
         """Text of the retrieved documents; None when no document carried content."""
         parts = [d.content for d in self.documents if d.content]
@@ -170,8 +177,11 @@ class Turn:
 
 @dataclass(frozen=True, slots=True)
 class Conversation:
+    """An online conversation as the tracker sees it: no turn text is kept (each turn carries
+    its own history), only how many turns it has had so far."""
+
     id: str
-    turns: tuple[Turn, ...]
+    turn_count: int
     complete: bool = False
 
 

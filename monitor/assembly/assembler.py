@@ -3,7 +3,8 @@
 A trace is complete ``decision_wait_seconds`` after its root span arrives (the root ends last,
 and the wait lets late children and log records sent in a separate request join). A trace whose
 root never comes is assembled after ``max_trace_age_seconds``. Memory is bounded: past
-``max_pending_traces`` or ``max_pending_spans`` the oldest trace is assembled early, past
+``max_pending_traces``, ``max_pending_spans`` or ``max_pending_bytes`` (the spans' and log records'
+encoded size) the oldest trace is assembled early, past
 ``max_spans_per_trace`` a trace is assembled at once; all counted. Spans for a trace that was already assembled are
 dropped and counted (``late``), remembered in a bounded set.
 
@@ -66,6 +67,7 @@ class _Pending:
     due: float = 0.0
     has_root: bool = False
     start: int = 0
+    size: int = 0
 
 
 class Assembler:
@@ -87,6 +89,7 @@ class Assembler:
         self._task: asyncio.Task[None] | None = None
         self._accepting = True
         self._pending_spans = 0
+        self._pending_bytes = 0
 
     # ------------------------------------------------------------------ consumer side
     @property
@@ -96,6 +99,10 @@ class Assembler:
     @property
     def pending_spans(self) -> int:
         return self._pending_spans
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._pending_bytes
 
     def consume_spans(self, spans: Sequence[SpanRecord]) -> Mapping[str, int]:
         if not self._accepting:
@@ -110,6 +117,8 @@ class Assembler:
                 continue
             entry.spans.append(span)
             self._pending_spans += 1
+            entry.size += span.size
+            self._pending_bytes += span.size
             if span.is_root and not entry.has_root:
                 entry.has_root = True
                 entry.start = span.start_time_unix_nano
@@ -119,6 +128,9 @@ class Assembler:
                 self._complete(span.trace_id)
             while self._pending_spans > self._cfg.max_pending_spans and self._pending:
                 self._telemetry.traces_evicted("max_pending_spans")
+                self._complete(next(iter(self._pending)))
+            while self._pending_bytes > self._cfg.max_pending_bytes and self._pending:
+                self._telemetry.traces_evicted("max_pending_bytes")
                 self._complete(next(iter(self._pending)))
         if dropped:
             self._telemetry.spans_dropped("late", dropped)
@@ -141,6 +153,8 @@ class Assembler:
                 dropped += 1
                 continue
             entry.logs.append(record)
+            entry.size += record.size
+            self._pending_bytes += record.size
         reasons = {}
         if no_trace:
             self._telemetry.logs_dropped("no_trace_id", no_trace)
@@ -180,6 +194,7 @@ class Assembler:
         if entry is None:
             return None
         self._pending_spans -= len(entry.spans)
+        self._pending_bytes -= entry.size
         self._done[trace_id] = None
         if len(self._done) > 2 * self._cfg.max_pending_traces:
             self._done.popitem(last=False)

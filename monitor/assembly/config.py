@@ -32,13 +32,14 @@ class AssemblyConfig(_Section):
     max_pending_traces: int = Field(10_000, gt=0)
     max_spans_per_trace: int = Field(2_000, gt=0)
     max_pending_spans: int = Field(200_000, gt=0, description="all traces together")
+    max_pending_bytes: int = Field(
+        128 * 1024 * 1024, gt=0, description="encoded size of the buffered spans and log records, all traces together")
     max_logs_per_trace: int = Field(2_000, gt=0)
     max_attribute_chars: int = Field(
         1024 * 1024, gt=0, description="attribute/log-body text longer than this is cut where it is received (counted)")
     conversation_idle_seconds: float = Field(900.0, gt=0)
-    max_open_conversations: int = Field(10_000, gt=0)
-    max_turns_per_conversation: int = Field(100, gt=0)
-    max_buffered_turns: int = Field(20_000, gt=0, description="turns held by all open conversations")
+    max_open_conversations: int = Field(
+        100_000, gt=0, description="about 200 bytes each; past it the least recently active is closed (counted)")
     max_history_messages: int = Field(50, gt=0)
     no_turn_warning_interval_seconds: float = Field(
         300.0, gt=0, description="at most one log line per no-turn reason in this interval")

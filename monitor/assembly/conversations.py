@@ -1,20 +1,21 @@
 """Group turns into conversations by conversation id (the trace id when the app sets none).
 
 A conversation is open until no turn arrives for ``conversation_idle_seconds``; then it is
-closed and handed downstream complete. Every turn is also handed downstream as it arrives, with
-the conversation so far, because evaluation is online: waiting for the close would delay every
-verdict by the idle timeout. Memory is bounded by ``max_open_conversations`` (oldest closed
-early, counted), ``max_buffered_turns`` across all of them (likewise) and
-``max_turns_per_conversation`` (earliest turns forgotten).
+closed and handed downstream complete. Every turn is handed downstream as it arrives, because
+evaluation is online: waiting for the close would delay every verdict by the idle timeout.
+
+The tracker keeps no turn text: each turn carries its own history, and per conversation only a
+turn count and the time it was last seen are kept (about 200 bytes), so 100,000 concurrent
+conversations fit in a few tens of MiB whatever the turns' size. Past ``max_open_conversations``
+the least recently active one is closed early (counted ``evicted``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from monitor.assembly.config import AssemblyConfig
@@ -26,7 +27,7 @@ __all__ = ["ConversationSink", "ConversationTracker"]
 
 class ConversationSink(Protocol):
     def turn_added(self, conversation: Conversation, turn: Turn) -> None:
-        """A new turn of an open conversation; ``conversation`` includes it. Must not block."""
+        """A new turn of an open conversation (``conversation.turn_count`` includes it). Must not block."""
         ...
 
     def conversation_closed(self, conversation: Conversation) -> None: ...
@@ -34,7 +35,7 @@ class ConversationSink(Protocol):
 
 @dataclass(slots=True)
 class _Open:
-    turns: list[Turn] = field(default_factory=list)
+    turns: int = 0
     last_seen: float = 0.0
 
 
@@ -49,43 +50,29 @@ class ConversationTracker:
         self._clock = clock
         self._open: OrderedDict[str, _Open] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
-        self._buffered = 0
 
     @property
     def open_conversations(self) -> int:
         return len(self._open)
 
     def consume_turn(self, turn: Turn) -> None:
-        now = self._clock()
         conv = self._open.get(turn.conversation_id)
         if conv is None:
             while len(self._open) >= self._cfg.max_open_conversations:
-                oldest = next(iter(self._open))
-                self._close(oldest, "evicted")
+                self._close(next(iter(self._open)), "evicted")
             conv = self._open[turn.conversation_id] = _Open()
         else:
             self._open.move_to_end(turn.conversation_id)
-        if conv.turns and turn.start_time_unix_nano < conv.turns[-1].start_time_unix_nano:
-            # A late trace of an earlier turn: keep the conversation in the order it happened.
-            bisect.insort(conv.turns, turn, key=lambda t: t.start_time_unix_nano)
-        else:
-            conv.turns.append(turn)
-        self._buffered += 1
-        if len(conv.turns) > self._cfg.max_turns_per_conversation:
-            del conv.turns[0]
-            self._buffered -= 1
-        conv.last_seen = now
-        while self._buffered > self._cfg.max_buffered_turns and len(self._open) > 1:
-            self._close(next(iter(self._open)), "evicted")
-        self._sink.turn_added(Conversation(turn.conversation_id, tuple(conv.turns), False), turn)
+        conv.turns += 1
+        conv.last_seen = self._clock()
+        self._sink.turn_added(Conversation(turn.conversation_id, conv.turns, False), turn)
 
     def _close(self, conversation_id: str, reason: str) -> None:
         conv = self._open.pop(conversation_id, None)
         if conv is None:
             return
-        self._buffered -= len(conv.turns)
         self._telemetry.conversations_closed(reason)
-        self._sink.conversation_closed(Conversation(conversation_id, tuple(conv.turns), True))
+        self._sink.conversation_closed(Conversation(conversation_id, conv.turns, True))
 
     def close_idle(self, now: float | None = None) -> int:
         """Close conversations idle for longer than the timeout; they sit in LRU order."""

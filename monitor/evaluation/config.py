@@ -78,6 +78,8 @@ class EvaluationConfig(_Section):
     combine_safety: bool = Field(True, description="with combine_metrics, add the four safety severities to that call")
     max_context_chars: int = Field(DEFAULT_MAX_CONTEXT_CHARS, ge=500, description="context sent to the judge is cut to this")
     queue_size: int = Field(1000, gt=0, description="sampled turns waiting for evaluation; more are dropped and counted")
+    max_queue_bytes: int = Field(
+        64 * 1024 * 1024, gt=0, description="text of the sampled turns waiting for evaluation; more are dropped and counted")
     workers: int = Field(16, gt=0, le=1024, description="turns evaluated at once (the judge's max_concurrency still applies)")
 
     @field_validator("safety_defect_level", mode="before")

@@ -61,7 +61,9 @@ class EvaluationStage:
 
     def __init__(self, sampling: DecisionSource, evaluators: Sequence[Evaluator],
                  consumers: Sequence[ResultConsumer], telemetry: Telemetry, queue_size: int, workers: int,
-                 backlog: Backlog | None = None) -> None:
+                 backlog: Backlog | None = None, max_queue_bytes: int = 64 * 1024 * 1024) -> None:
+        self._max_queue_bytes = max_queue_bytes
+        self._queued_bytes = 0
         self._backlog = backlog
         self._resume_task: asyncio.Task[None] | None = None
         self._in_flight = 0
@@ -86,11 +88,16 @@ class EvaluationStage:
         decision = self._sampling.decide(turn)
         if not decision.sampled:
             return
+        size = turn.text_bytes
+        if self._queued_bytes + size > self._max_queue_bytes:
+            self._telemetry.queue_dropped(_QUEUE, 1)
+            return
         try:
             self._queue.put_nowait((turn, decision))
         except asyncio.QueueFull:
             self._telemetry.queue_dropped(_QUEUE, 1)
             return
+        self._queued_bytes += size
         if self._backlog is not None:
             self._backlog.defer(turn, decision)
 
@@ -125,6 +132,7 @@ class EvaluationStage:
                         self._queue.put_nowait((turn, decision))
                     except asyncio.QueueFull:  # new turns took the room meanwhile: later
                         break
+                    self._queued_bytes += turn.text_bytes
                     last = seq
                     resumed += 1
         except Exception:  # the store went away: what is left stays for the next start
@@ -136,6 +144,7 @@ class EvaluationStage:
     async def _work(self) -> None:
         while True:
             turn, decision = await self._queue.get()
+            self._queued_bytes = max(0, self._queued_bytes - turn.text_bytes)
             self._in_flight += 1
             try:
                 await self._evaluate(turn, decision)

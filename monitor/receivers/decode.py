@@ -195,9 +195,10 @@ def _pb_spans(req: Any, now_ns: int, max_chars: int, body_bytes: int) -> Decoded
     return out
 
 
-def _pb_logs(req: Any, now_ns: int, max_chars: int) -> DecodedLogs:
+def _pb_logs(req: Any, now_ns: int, max_chars: int, body_bytes: int) -> DecodedLogs:
     out: DecodedLogs = Decoded(max_chars=max_chars)
     append = out.records.append
+    size = body_bytes // max(1, sum(len(sl.log_records) for rl in req.resource_logs for sl in rl.scope_logs))
     for rl in req.resource_logs:
         resource = _pb_attrs(rl.resource.attributes, out)
         for sl in rl.scope_logs:
@@ -215,7 +216,7 @@ def _pb_logs(req: Any, now_ns: int, max_chars: int) -> DecodedLogs:
                 body = _pb_any(r.body, out) if r.HasField("body") else None
                 append(LogRecord(
                     trace_id, span_id, ts, r.event_name, body, _pb_attrs(r.attributes, out),
-                    resource, scope_name, r.severity_number,
+                    resource, scope_name, r.severity_number, size,
                 ))
     return out
 
@@ -392,7 +393,7 @@ def _json_span(s: dict[str, Any], p: str, resource: dict[str, Any], scope_name: 
     ))
 
 
-def _json_logs(doc: dict[str, Any], now_ns: int, max_chars: int) -> DecodedLogs:
+def _json_logs(doc: dict[str, Any], now_ns: int, max_chars: int, body_bytes: int) -> DecodedLogs:
     out: DecodedLogs = Decoded(max_chars=max_chars)
     for i, rl in enumerate(_J.arr(doc.get("resourceLogs"), "resourceLogs")):
         p = f"resourceLogs[{i}]"
@@ -417,6 +418,9 @@ def _json_logs(doc: dict[str, Any], now_ns: int, max_chars: int) -> DecodedLogs:
                     _json_attrs(r.get("attributes"), r_path + ".attributes", out), resource, scope_name,
                     _J.int64(r.get("severityNumber"), r_path + ".severityNumber"),
                 ))
+    if out.records:  # each record's share of the body (the assembler's byte budget)
+        size = body_bytes // len(out.records)
+        out.records[:] = [r._replace(size=size) for r in out.records]
     return out
 
 
@@ -438,5 +442,5 @@ def decode_logs(body: bytes, media_type: str, now_ns: int | None = None,
     """Decode an ExportLogsServiceRequest body (already decompressed)."""
     now_ns = now_ns or time.time_ns()
     if media_type == PROTOBUF:
-        return _pb_logs(_parse_pb(ExportLogsServiceRequest, body), now_ns, max_chars)
-    return _json_logs(_json_load(body), now_ns, max_chars)
+        return _pb_logs(_parse_pb(ExportLogsServiceRequest, body), now_ns, max_chars, len(body))
+    return _json_logs(_json_load(body), now_ns, max_chars, len(body))

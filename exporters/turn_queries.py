@@ -1,0 +1,174 @@
+"""Turn-level reads of the result store: the worst recent turns with all their scores and
+retrieved documents, and why evaluations were skipped or failed.
+
+``/api/worst`` lists scores, so one bad turn judged on eight metrics fills eight of its slots and
+a noisy metric crowds out the others. An on-call engineer wants turns: one entry per turn, its
+failing metrics together, the documents the answer was built from, optionally restricted to the
+metric being investigated. These are plain functions over a read-only SQLite connection; the
+store runs them on its reader thread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from dataclasses import dataclass
+from typing import Any, Collection, Sequence
+
+from monitor.model import Document
+
+__all__ = ["StoredScore", "StoredDocument", "StoredTurn", "OutcomeReason", "encode_documents", "worst_turns",
+           "outcome_reasons", "MAX_STORED_DOCUMENTS", "MAX_DOCUMENT_CHARS"]
+
+MAX_STORED_DOCUMENTS = 10
+"""Documents kept per turn (the first ones, in retrieval order)."""
+MAX_DOCUMENT_CHARS = 1000
+"""Characters kept per document (``exporters.store.max_text_chars`` when smaller)."""
+_MAX_REASON_ROWS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class StoredScore:
+    metric: str
+    outcome: str
+    status: str
+    value: float | None
+    scale: tuple[float, float]
+    label: str | None
+    reason: str | None
+    error_type: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    id: str | None
+    title: str | None
+    content: str | None
+    score: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    """One evaluated turn: its text, documents and every score it got, worst first."""
+
+    result_id: int
+    timestamp: float
+    trace_id: str
+    span_id: str | None
+    conversation_id: str
+    service: str
+    labels: dict[str, str]
+    weight: float
+    sampling_policy: str
+    question: str
+    answer: str
+    turn_start_unix_nano: int
+    documents: tuple[StoredDocument, ...]
+    scores: tuple[StoredScore, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeReason:
+    """How many ``outcome`` (skipped | error) evaluations of ``metric`` share ``key`` (the error
+    type, or the skip reason), with one full reason as an example."""
+
+    metric: str
+    outcome: str
+    key: str
+    count: int
+    example: str | None
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
+
+
+def encode_documents(documents: Sequence[Document], max_chars: int) -> str:
+    """The stored JSON of a turn's documents: the first :data:`MAX_STORED_DOCUMENTS`, each cut."""
+    limit = min(max_chars, MAX_DOCUMENT_CHARS)
+    kept = [{"id": d.id, "title": d.title, "content": _cut(d.content, limit),
+             "score": d.score if d.score is not None and math.isfinite(d.score) else None}
+            for d in documents[:MAX_STORED_DOCUMENTS]]
+    return json.dumps(kept, ensure_ascii=False)
+
+
+def _documents(text: str | None) -> tuple[StoredDocument, ...]:
+    try:
+        items = json.loads(text or "[]")
+    except ValueError:
+        return ()
+    if not isinstance(items, list):
+        return ()
+    out = []
+    for item in items:
+        if isinstance(item, dict):
+            score = item.get("score")
+            out.append(StoredDocument(item.get("id"), item.get("title"), item.get("content"),
+                                      float(score) if isinstance(score, (int, float)) else None))
+    return tuple(out)
+
+
+def _goodness(risk: Sequence[str]) -> str:
+    """SQL: a score's position on its scale, 0 = worst, flipped for higher-is-worse metrics."""
+    marks = ", ".join("?" * len(risk)) or "NULL"
+    return ("CASE WHEN s.scale_high > s.scale_low THEN "
+            f"(CASE WHEN s.metric IN ({marks}) THEN s.scale_high - s.value ELSE s.value - s.scale_low END) "
+            "/ (s.scale_high - s.scale_low) END")
+
+
+def _ranked_ids(conn: sqlite3.Connection, since: float, metric: str | None, limit: int,
+                risk: Sequence[str]) -> list[int]:
+    # Rank turns by their scored evaluations (of ``metric`` only, when given): a defect first,
+    # then the lowest goodness, then more defects, then the newest.
+    where = "s.timestamp >= ? AND s.status = 'ok'" + (" AND s.metric = ?" if metric else "")
+    sql = (f"SELECT s.result_id, MAX(s.outcome = 'defect') AS bad, MIN({_goodness(risk)}) AS worst, "
+           "SUM(s.outcome = 'defect') AS defects, MAX(s.timestamp) AS ts FROM scores s "
+           f"WHERE {where} GROUP BY s.result_id "
+           "ORDER BY bad DESC, worst ASC NULLS LAST, defects DESC, ts DESC, s.result_id DESC LIMIT ?")
+    params: list[Any] = [*risk, since, *([metric] if metric else []), limit]
+    return [int(r[0]) for r in conn.execute(sql, params).fetchall()]
+
+
+def worst_turns(conn: sqlite3.Connection, *, since: float, metric: str | None, limit: int,
+                risk: Collection[str]) -> list[StoredTurn]:
+    """The worst turns evaluated since ``since`` (see :func:`_ranked_ids`), each with all its
+    scores (defects first, then worst goodness) and documents."""
+    risk_list = tuple(sorted(risk))
+    ids = _ranked_ids(conn, since, metric, limit, risk_list)
+    if not ids:
+        return []
+    marks = ", ".join("?" * len(ids))
+    results = {r[0]: r for r in conn.execute(
+        "SELECT id, timestamp, trace_id, span_id, conversation_id, service, labels, weight, sampling_policy, "
+        f"question, answer, turn_start_unix_nano, documents FROM results WHERE id IN ({marks})", ids)}
+    scores: dict[int, list[StoredScore]] = {}
+    for r in conn.execute(
+            "SELECT s.result_id, s.metric, s.outcome, s.status, s.value, s.scale_low, s.scale_high, s.label, "
+            f"s.reason, s.error_type FROM scores s WHERE s.result_id IN ({marks}) "
+            f"ORDER BY s.outcome = 'defect' DESC, s.status = 'ok' DESC, {_goodness(risk_list)} ASC, s.metric",
+            [*ids, *risk_list]):
+        scores.setdefault(r[0], []).append(StoredScore(r[1], r[2], r[3], r[4], (r[5], r[6]), r[7], r[8], r[9]))
+    turns = []
+    for rid in ids:
+        r = results.get(rid)
+        if r is None:  # deleted by retention between the two reads
+            continue
+        labels = json.loads(r[6])
+        turns.append(StoredTurn(rid, r[1], r[2], r[3], r[4], r[5], labels if isinstance(labels, dict) else {},
+                                r[7], r[8], r[9], r[10], r[11], _documents(r[12]), tuple(scores.get(rid, ()))))
+    return turns
+
+
+def outcome_reasons(conn: sqlite3.Connection, *, since: float) -> list[OutcomeReason]:
+    """Skipped and failed evaluations since ``since`` grouped by metric and cause, most first.
+    Errors group by error type (bounded: the judge outcomes), skips by their reason text."""
+    rows = conn.execute(
+        "SELECT s.metric, s.outcome, CASE WHEN s.outcome = 'error' THEN coalesce(s.error_type, s.reason, '') "
+        "ELSE coalesce(s.reason, '') END AS cause, count(*), max(s.reason) FROM scores s "
+        "WHERE s.timestamp >= ? AND s.outcome IN ('skipped', 'error') "
+        "GROUP BY s.metric, s.outcome, cause ORDER BY count(*) DESC, s.metric LIMIT ?",
+        (since, _MAX_REASON_ROWS)).fetchall()
+    return [OutcomeReason(r[0], r[1], r[2], int(r[3]), r[4]) for r in rows]
