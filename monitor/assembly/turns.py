@@ -147,10 +147,13 @@ def _is_templated(message: str, request: str, documents: Sequence[Document]) -> 
     return slot_start and slot_end and len(message) >= len(request) + 20
 
 
-def _may_be_templated(message: str) -> bool:
-    # A template holds the request and more: a short message cannot be one, which saves reading
-    # the chain inputs for most turns.
-    return len(message) >= 23
+def _may_be_templated(message: str, documents: Sequence[Document]) -> bool:
+    """Cheap pre-test for :func:`_is_templated`: a template puts the request on a line of its own
+    or next to retrieved text. Most questions are one line with no document in them, and then
+    the chain inputs are never read."""
+    if "\n" in message:
+        return True
+    return any(d.content and len(d.content) >= 20 and d.content[:80] in message for d in documents)
 
 
 def _requests(reading: _Reading, retrieval: Retrieval | None) -> list[str]:
@@ -255,7 +258,7 @@ def build_turn(spans: Sequence[SpanRecord], logs: Sequence[LogRecord], mapping: 
     if mapped_question:
         question = mapped_question
         ex.note("question: from the attribute mapping")
-    elif question is None or _may_be_templated(question):
+    elif question is None or _may_be_templated(question, documents):
         requests = _requests(reading, retrieval)
         if question is not None:
             request = next((r for r in requests if _is_templated(question, r, documents)), None)
