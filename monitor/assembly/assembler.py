@@ -90,6 +90,7 @@ class Assembler:
         self._accepting = True
         self._pending_spans = 0
         self._pending_bytes = 0
+        self._building: set[asyncio.Future[tuple[Turn | None, NoTurn | None, Explanation]]] = set()
 
     # ------------------------------------------------------------------ consumer side
     @property
@@ -190,6 +191,9 @@ class Assembler:
 
     # ------------------------------------------------------------------ assembly
     def _complete(self, trace_id: str) -> Turn | None:
+        """Build the trace's turn and hand it on. A trace above ``offload_bytes`` (its JSON can
+        take tens of milliseconds to parse) is built in a worker thread when a loop is running;
+        its turn is handed on from the loop when ready (and None is returned here)."""
         entry = self._pending.pop(trace_id, None)
         if entry is None:
             return None
@@ -198,20 +202,47 @@ class Assembler:
         self._done[trace_id] = None
         if len(self._done) > 2 * self._cfg.max_pending_traces:
             self._done.popitem(last=False)
+        if entry.size >= self._cfg.offload_bytes:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # inspect: no loop, build inline
+                loop = None
+            if loop is not None:
+                future = loop.run_in_executor(None, self._build, trace_id, entry)
+                self._building.add(future)
+                future.add_done_callback(lambda f: self._built(f, trace_id, entry))
+                return None
+        return self._finish(trace_id, entry, *self._build(trace_id, entry))
+
+    def _build(self, trace_id: str, entry: _Pending) -> tuple[Turn | None, NoTurn | None, Explanation]:
+        """Pure: safe in a worker thread (touches only the trace's own records)."""
         explanation = Explanation()
         try:
-            turn = build_turn(entry.spans, entry.logs, self._cfg.mapping, self._cfg.max_history_messages,
-                              explanation)
+            return build_turn(entry.spans, entry.logs, self._cfg.mapping, self._cfg.max_history_messages,
+                              explanation), None, explanation
         except NoTurn as exc:
-            self._telemetry.traces_without_turn(exc.reason)
-            self._warnings.warn(exc.reason, f"trace {trace_id} yields no turn ({exc.reason}): {exc.hint}; "
-                                            f"`rag-monitor inspect --explain` shows what was found")
-            self._observe(trace_id, None, exc, explanation, entry)
-            return None
+            return None, exc, explanation
         except Exception:  # a bug in one trace must not stop the pipeline
             log.exception("assembling trace %s failed", trace_id)
+            return None, NoTurn("internal_error"), explanation
+
+    def _built(self, future: asyncio.Future[tuple[Turn | None, NoTurn | None, Explanation]], trace_id: str,
+               entry: _Pending) -> None:
+        self._building.discard(future)
+        if future.cancelled():
             self._telemetry.traces_without_turn("internal_error")
-            self._observe(trace_id, None, NoTurn("internal_error"), explanation, entry)
+            return
+        self._finish(trace_id, entry, *future.result())
+
+    def _finish(self, trace_id: str, entry: _Pending, turn: Turn | None, no_turn: NoTurn | None,
+                explanation: Explanation) -> Turn | None:
+        if turn is None:
+            reason = no_turn.reason if no_turn else "internal_error"
+            self._telemetry.traces_without_turn(reason)
+            if no_turn is not None and reason != "internal_error":
+                self._warnings.warn(reason, f"trace {trace_id} yields no turn ({reason}): {no_turn.hint}; "
+                                            f"`rag-monitor inspect --explain` shows what was found")
+            self._observe(trace_id, None, no_turn, explanation, entry)
             return None
         for missing in explanation.missing:
             self._warnings.warn(f"missing:{missing}", f"trace {trace_id}: turn has no {missing.replace('_', ' ')}: "
@@ -271,3 +302,5 @@ class Assembler:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self.flush()
+        if self._building:  # large traces still being built in worker threads
+            await asyncio.wait(set(self._building), timeout=max(0.0, deadline - asyncio.get_running_loop().time()))

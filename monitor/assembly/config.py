@@ -32,6 +32,8 @@ class AssemblyConfig(_Section):
     max_pending_traces: int = Field(10_000, gt=0)
     max_spans_per_trace: int = Field(2_000, gt=0)
     max_pending_spans: int = Field(200_000, gt=0, description="all traces together")
+    offload_bytes: int = Field(
+        256 * 1024, gt=0, description="traces at least this large are built in a worker thread, off the event loop")
     max_pending_bytes: int = Field(
         128 * 1024 * 1024, gt=0, description="encoded size of the buffered spans and log records, all traces together")
     max_logs_per_trace: int = Field(2_000, gt=0)

@@ -245,3 +245,34 @@ def test_llamaindex_nodes_serialised_as_json_strings_are_documents():
 def test_metadata_source_is_not_a_document_id_but_metadata_score_is_a_score():
     (doc,) = documents_from_value(json.dumps([{"page_content": "x", "metadata": {"source": "faq.md", "score": 0.4}}]))
     assert (doc.id, doc.score) == (None, 0.4)
+
+
+async def test_a_large_trace_is_built_off_the_event_loop():
+    import asyncio
+    import threading
+
+    from monitor.assembly.assembler import Assembler
+    from monitor.interfaces import NullTelemetry
+
+    class Sink:
+        def __init__(self) -> None:
+            self.turns: list = []
+            self.threads: list[str] = []
+            self.arrived = asyncio.Event()
+
+        def consume_turn(self, turn) -> None:
+            self.turns.append(turn)
+            self.threads.append(threading.current_thread().name)
+            self.arrived.set()
+
+    chat = SpanRecord(T, "0000000000000002", "", "chat", 3, 10, 20, size=10_000, attributes={
+        "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Big?"}]}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Yes."}]}])})
+    sink = Sink()
+    assembler = Assembler(AssemblyConfig(offload_bytes=4096), sink, NullTelemetry())
+    assembler.consume_spans([chat])
+    assert assembler.flush() == 1 and sink.turns == []  # handed to a worker thread
+    await asyncio.wait_for(sink.arrived.wait(), 5)
+    assert sink.turns[0].question == "Big?"
+    assert sink.threads == [threading.current_thread().name]  # handed on from the loop's thread
