@@ -34,6 +34,13 @@ _TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 _LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 
 
+# path → (Ingest method, response type, partial_success field for the rejected count)
+_SIGNALS: dict[str, tuple[Callable[..., Awaitable[IngestOutcome]], Callable[[], Any], str]] = {
+    "/v1/traces": (Ingest.traces, trace_service_pb2.ExportTraceServiceResponse, "rejected_spans"),
+    "/v1/logs": (Ingest.logs, logs_service_pb2.ExportLogsServiceResponse, "rejected_log_records"),
+}
+
+
 def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
     for k, v in context.invocation_metadata() or ():
         if k == key:
@@ -54,35 +61,30 @@ class OtlpGrpcReceiver:
         self._server: grpc.aio.Server | None = None
         self.port: int | None = None
 
-    async def _export(self, body: bytes, context: grpc.aio.ServicerContext, path: str,
-                      ingest: Callable[[bytes, str, str], Awaitable[IngestOutcome]]) -> IngestOutcome:
+    async def _export(self, body: bytes, context: grpc.aio.ServicerContext, path: str) -> Any:
         if not bearer_ok(self.token, _metadata(context, "authorization")):
             self.telemetry.requests_rejected(_TRANSPORT, "unauthenticated")
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         if self.forward is not None:
             self.forward.offer(path, body, PROTOBUF, None)
+        ingest, response, rejected_field = _SIGNALS[path]
         try:
-            return await ingest(body, PROTOBUF, _TRANSPORT)
+            outcome: IngestOutcome = await ingest(self.ingest, body, PROTOBUF, _TRANSPORT)
         except DecodeError as exc:
             self.telemetry.requests_rejected(_TRANSPORT, "undecodable")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        raise AssertionError("unreachable: abort raises")
+            raise AssertionError("unreachable: abort raises") from exc
+        resp = response()
+        if outcome.rejected:
+            setattr(resp.partial_success, rejected_field, outcome.rejected)
+            resp.partial_success.error_message = outcome.message
+        return resp
 
     async def _traces(self, body: bytes, context: grpc.aio.ServicerContext) -> Any:
-        outcome = await self._export(body, context, "/v1/traces", self.ingest.traces)
-        resp = trace_service_pb2.ExportTraceServiceResponse()
-        if outcome.rejected:
-            resp.partial_success.rejected_spans = outcome.rejected
-            resp.partial_success.error_message = outcome.message
-        return resp
+        return await self._export(body, context, "/v1/traces")
 
     async def _logs(self, body: bytes, context: grpc.aio.ServicerContext) -> Any:
-        outcome = await self._export(body, context, "/v1/logs", self.ingest.logs)
-        resp = logs_service_pb2.ExportLogsServiceResponse()
-        if outcome.rejected:
-            resp.partial_success.rejected_log_records = outcome.rejected
-            resp.partial_success.error_message = outcome.message
-        return resp
+        return await self._export(body, context, "/v1/logs")
 
     def _handlers(self) -> tuple[grpc.GenericRpcHandler, ...]:
         def raw(fn: Callable[[bytes, grpc.aio.ServicerContext], Awaitable[Any]]) -> grpc.RpcMethodHandler:
