@@ -86,14 +86,16 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class AlwaysPolicy:
-    """Probability 1 when any (or, with ``match_all``, every) rule fires, else 0."""
+    """Probability 1 when any (or, with ``match_all``, every) rule fires, else 0; with no rules, 1."""
 
     name: str
     rules: Sequence[Rule]
     match_all: bool = False
 
     def matches(self, turn: Turn, signals: Signals) -> bool:
-        """Whether the rules select ``turn``."""
+        """Whether the rules select ``turn`` (always, when there are no rules)."""
+        if not self.rules:
+            return True
         fired = (rule.matches(turn, signals) for rule in self.rules)
         return all(fired) if self.match_all else any(fired)
 

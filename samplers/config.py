@@ -44,6 +44,8 @@ __all__ = [
     "SamplingConfig",
     "SamplingConfigError",
     "default_policies",
+    "DEFAULT_CONVERSATIONS_PER_SECOND",
+    "DEFAULT_BURST",
     "error_lines",
     "load_sampling_config",
     "walk_policies",
@@ -167,10 +169,11 @@ class StratifiedConfig(_PolicyBase, _AdaptiveKnobs):
 
 
 class AlwaysConfig(_PolicyBase):
-    """Inclusion probability 1 when any rule (``match: all``: every rule) fires."""
+    """Inclusion probability 1 when any rule (``match: all``: every rule) fires; without
+    ``rules``, every conversation (``{type: always}``: evaluate everything)."""
 
     type: Literal["always"]
-    rules: list[RuleConfig] = Field(min_length=1)
+    rules: list[RuleConfig] = Field(default_factory=list)
     match: Literal["any", "all"] = "any"
 
 
@@ -196,8 +199,16 @@ PolicyConfig = Annotated[
 CompositeConfig.model_rebuild()
 
 
+DEFAULT_CONVERSATIONS_PER_SECOND = 0.2
+DEFAULT_BURST = 20.0
+
+
 def default_policies() -> list[PolicyConfig]:
-    """Production default: every error or jailbreak attempt, then 10% by hash."""
+    """The default at every traffic level: every error or jailbreak attempt, then every
+    conversation while they arrive slower than 0.9 × 0.2/s (10 a minute; bursts of 20 pass whole),
+    and above that an evenly thinned sample capped at that rate, each kept conversation weighted
+    by 1/p. So a developer's first conversations are all evaluated, and judge spend stays
+    bounded however large the traffic grows."""
     always = AlwaysConfig.model_validate(
         {
             "type": "always",
@@ -207,7 +218,12 @@ def default_policies() -> list[PolicyConfig]:
             ],
         }
     )
-    return [always, ProbabilisticConfig.model_validate({"type": "probabilistic", "rate": 0.1})]
+    # A minute of arrivals per estimate: with 5 s intervals a trickle of 10 a minute reads as
+    # bursts of 0.2/s and would be thinned although it is under the cap.
+    capped = RateLimitConfig.model_validate(
+        {"type": "rate_limit", "conversations_per_second": DEFAULT_CONVERSATIONS_PER_SECOND, "burst": DEFAULT_BURST,
+         "adjust_seconds": 60.0})
+    return [always, capped]
 
 
 def walk_policies(

@@ -33,7 +33,7 @@ def _error(data: dict[str, Any]) -> str:
             [{"type": "composite", "policies": [{"type": "probabilistic", "rate": 2}]}],
             "policies.0.policies.0.rate",
         ),
-        ([{"type": "always", "rules": []}], "policies.0.rules"),
+        ([{"type": "always", "rules": [], "mach": "all"}], "policies.0.mach"),
         ([{"type": "always", "rules": [{"field": "nope", "op": "exists"}]}], "policies.0.rules.0.field"),
         ([{"type": "always", "rules": [{"field": "error", "op": "<", "value": "x"}]}], "policies.0.rules.0.value"),
         ([{"type": "always", "rules": [{"field": "error", "op": "=="}]}], "policies.0.rules.0.value"),
@@ -75,13 +75,45 @@ def test_error_lines_for_an_enclosing_model() -> None:
     assert error_lines(caught.value)[0].startswith("sampling.policies.0.rate:")
 
 
-def test_default_is_errors_and_jailbreaks_then_ten_percent() -> None:
-    sampler = build_sampler(SamplingConfig.model_validate({}), lambda: 0.0)
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_default_evaluates_everything_at_low_traffic_and_caps_high_traffic() -> None:
+    clock = _Clock()
+    sampler = build_sampler(SamplingConfig.model_validate({}), clock)
     assert isinstance(sampler.root, CompositePolicy)
     assert sampler.decide(Turn("t", "c", "q", "a", error="boom")).probability == 1.0
     assert sampler.decide(Turn("t", "c", "q", "a", jailbreak_attempt=True)).policy == "always"
-    plain = [sampler.decide(Turn("t", f"c{i}", "q", "a")) for i in range(1000)]
-    assert {d.probability for d in plain} == {0.1}
+    sampler = build_sampler(SamplingConfig.model_validate({}), clock)
+    # A developer's first hour: 10 conversations a minute, every one evaluated at weight 1.
+    low = []
+    for i in range(60):
+        clock.now = 6.0 * i
+        low.append(sampler.decide(Turn("t", f"low{i}", "q", "a")))
+    assert all(d.sampled and d.probability == 1.0 and d.policy == "rate_limit" for d in low)
+    # Production traffic: 20 conversations/s for 5 minutes. The rate cap holds (burst 20 + 0.2/s)
+    # and the kept ones carry their weight 1/p.
+    high = []
+    start = clock.now + 10.0
+    for i in range(20 * 300):
+        clock.now = start + i / 20
+        high.append(sampler.decide(Turn("t", f"high{i}", "q", "a")))
+    kept = [d for d in high if d.sampled]
+    assert len(kept) <= 20 + 0.2 * 300
+    assert len(kept) >= 0.5 * 0.2 * 300
+    assert min(d.probability for d in kept[-10:]) < 0.05
+
+
+def test_always_without_rules_keeps_every_conversation() -> None:
+    config = load_sampling_config({"policies": [{"type": "always"}]})
+    sampler = build_sampler(config, lambda: 0.0)
+    decisions = [sampler.decide(Turn("t", f"c{i}", "q", "a")) for i in range(500)]
+    assert all(d.sampled and d.probability == 1.0 and d.weight == 1.0 for d in decisions)
 
 
 def test_full_example_builds() -> None:
