@@ -45,6 +45,7 @@ class PrometheusTelemetry:
         self._jsonl_failed = c["rag_monitor_jsonl_write_failures_total"]
         self._backlog = c["rag_monitor_backlog_total"]
         self._truncated = c["rag_monitor_text_truncated_total"]
+        self._otlp_metrics = c["rag_monitor_otlp_metrics_requests_total"]
 
     def spans_received(self, transport: str, count: int) -> None:
         self._spans_received.labels(transport).inc(count)
@@ -90,6 +91,9 @@ class PrometheusTelemetry:
 
     def text_truncated(self, count: int) -> None:
         self._truncated.inc(count)
+
+    def otlp_metrics_request(self, outcome: str) -> None:
+        self._otlp_metrics.labels(outcome).inc()
 
     def jsonl_write_failed(self, count: int) -> None:
         self._jsonl_failed.inc(count)

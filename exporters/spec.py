@@ -59,6 +59,9 @@ SELF_TELEMETRY: tuple[Instrument, ...] = (
     Instrument("rag_monitor_text_truncated_total",
                "Attribute and log-body text values cut at assembly.max_attribute_chars where they entered.",
                "counter"),
+    Instrument("rag_monitor_otlp_metrics_requests_total",
+               "OTLP metrics exports received (not evaluated), by outcome: forwarded (forward.endpoint set) or "
+               "discarded.", "counter", ("outcome",)),
     Instrument("rag_monitor_backlog_total",
                "Evaluation backlog events: deferred (sampled turns left unevaluated at shutdown, kept for the "
                "next start), resumed (loaded at start), not_persisted (evaluated without a durable copy), "

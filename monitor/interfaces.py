@@ -116,6 +116,10 @@ class Telemetry(Protocol):
 
     def text_truncated(self, count: int) -> None: ...
 
+    def otlp_metrics_request(self, outcome: str) -> None:
+        """An OTLP metrics export received: ``forwarded`` or ``discarded`` (not evaluated)."""
+        ...
+
 
 class NullTelemetry:
     """Telemetry that records nothing (tools such as ``inspect`` and unit tests)."""
@@ -157,4 +161,7 @@ class NullTelemetry:
         pass
 
     def text_truncated(self, count: int) -> None:
+        pass
+
+    def otlp_metrics_request(self, outcome: str) -> None:
         pass

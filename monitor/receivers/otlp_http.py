@@ -1,4 +1,7 @@
-"""OTLP/HTTP receiver (aiohttp): ``POST /v1/traces`` and ``POST /v1/logs``.
+"""OTLP/HTTP receiver (aiohttp): ``POST /v1/traces`` and ``POST /v1/logs``, plus ``POST /v1/metrics``
+so that an app exporting every signal to ``OTEL_EXPORTER_OTLP_ENDPOINT`` gets no 404: metrics
+are not evaluated, only forwarded (when forwarding is on) or acknowledged and discarded, each
+request counted by outcome (``rag_monitor_otlp_metrics_requests_total``).
 
 Status codes follow the OTLP/HTTP specification: 200 with an ``Export*ServiceResponse`` (and
 ``partial_success`` for what we dropped on purpose), 400 for an undecodable body, 413 for a body
@@ -22,6 +25,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from monitor.config import HttpReceiverConfig
@@ -79,6 +83,7 @@ class OtlpHttpReceiver:
         app = web.Application(client_max_size=self._config.max_request_bytes + 1)
         app.router.add_post("/v1/traces", self._traces)
         app.router.add_post("/v1/logs", self._logs)
+        app.router.add_post("/v1/metrics", self._metrics)
         return app
 
     async def start(self) -> None:
@@ -103,6 +108,9 @@ class OtlpHttpReceiver:
 
     async def _logs(self, request: web.Request) -> web.Response:
         return await self._handle(request, "/v1/logs")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return await self._handle(request, "/v1/metrics")
 
     async def _handle(self, request: web.Request, path: str) -> web.Response:
         try:
@@ -151,7 +159,19 @@ class OtlpHttpReceiver:
         resp.headers["Retry-After"] = "1"
         return resp
 
+    def _pass_metrics(self, request: web.Request, raw: bytes, media_type: str) -> web.Response:
+        # Not parsed: the body goes on unchanged, or nowhere; either way the exporter is done.
+        if self._forward is not None:
+            self._forward.offer("/v1/metrics", raw, request.headers.get("Content-Type", media_type),
+                                request.headers.get("Content-Encoding"))
+            self._telemetry.otlp_metrics_request("forwarded")
+        else:
+            self._telemetry.otlp_metrics_request("discarded")
+        return web.Response(body=_encode(ExportMetricsServiceResponse(), media_type), content_type=media_type)
+
     async def _process(self, request: web.Request, path: str, raw: bytes, media_type: str) -> web.Response:
+        if path == "/v1/metrics":
+            return self._pass_metrics(request, raw, media_type)
         encoding = request.headers.get("Content-Encoding")
         try:
             body = await self._ingest.decompress(raw, encoding, self._config.max_decompressed_bytes)
