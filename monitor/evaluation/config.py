@@ -21,6 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from monitor.content_safety.config import BACKEND as SERVICE_BACKEND
+from monitor.content_safety.config import SERVICE_METRICS, ContentSafetyConfig
 from monitor.evaluation.inputs import DEFAULT_MAX_CONTEXT_CHARS
 from monitor.evaluation.registry import MetricConfigError, MetricOptions, MetricRegistry, default_registry
 from monitor.evaluation.severity import SEVERITY_LEVEL_NAMES, parse_severity_level
@@ -50,7 +52,8 @@ SeverityLevel = int | Literal["very_low", "low", "medium", "high"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # hide_input_in_errors: a model-level error would echo the input, content_safety.api_key included.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
 class MetricEntry(_Section):
@@ -59,6 +62,9 @@ class MetricEntry(_Section):
     id: str
     threshold: float | None = Field(None, description="defect when the value is below (or, for higher-is-worse metrics, at or above) this")
     severity_level: SeverityLevel | None = Field(None, description="safety metrics: defect at severity >= this level (0-7 or a level name)")
+    backend: Literal["judge", "azure_content_safety"] | None = Field(
+        None, description="what scores the metric: the LLM judge (default) or Azure AI Content Safety "
+        f"({', '.join(SERVICE_METRICS)}; needs content_safety)")
 
     @field_validator("severity_level", mode="before")
     @classmethod
@@ -81,6 +87,8 @@ class EvaluationConfig(_Section):
     max_queue_bytes: int = Field(
         64 * 1024 * 1024, gt=0, description="text of the sampled turns waiting for evaluation; more are dropped and counted")
     workers: int = Field(16, gt=0, le=1024, description="turns evaluated at once (the judge's max_concurrency still applies)")
+    content_safety: ContentSafetyConfig | None = Field(
+        None, description="Azure AI Content Safety resource for metrics with backend: azure_content_safety")
 
     @field_validator("safety_defect_level", mode="before")
     @classmethod
@@ -126,7 +134,14 @@ class EvaluationConfig(_Section):
                 raise MetricConfigError(f"{entry.id}: threshold {threshold} is outside [{low}, {high}]")
         if entry.severity_level is not None and not spec.uses_severity_level:
             raise MetricConfigError(f"{entry.id} takes no severity_level")
+        backend = entry.backend or "judge"
+        if backend == SERVICE_BACKEND:
+            if entry.id not in SERVICE_METRICS:
+                raise MetricConfigError(f"{entry.id}: backend {SERVICE_BACKEND} scores only {', '.join(SERVICE_METRICS)}")
+            if self.content_safety is None:
+                raise MetricConfigError(f"{entry.id}: backend {SERVICE_BACKEND} needs content_safety.endpoint")
         return MetricOptions(
+            backend=backend,
             threshold=threshold if threshold is not None else spec.default_threshold,
             severity_level=(
                 (entry.severity_level if entry.severity_level is not None else int(self.safety_defect_level))

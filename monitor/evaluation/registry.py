@@ -32,6 +32,7 @@ from monitor.interfaces import Evaluator
 from monitor.judge.types import Judge
 
 if TYPE_CHECKING:
+    from monitor.content_safety.evaluators import ContentSafetyService
     from monitor.evaluation.config import EvaluationConfig
 
 __all__ = [
@@ -61,6 +62,8 @@ class MetricOptions:
 
     threshold: float | None = None
     severity_level: int | None = None
+    backend: str = "judge"
+    """What scores the metric: ``judge`` (or local code) or a service such as ``azure_content_safety``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,11 +227,26 @@ def default_registry() -> MetricRegistry:
 
 
 def build_evaluators(
-    config: "EvaluationConfig", judge: Judge | None, registry: MetricRegistry | None = None
+    config: "EvaluationConfig", judge: Judge | None, registry: MetricRegistry | None = None,
+    content_safety: "ContentSafetyService | None" = None,
 ) -> tuple[Evaluator, ...]:
-    """Evaluators for ``config``; with ``judge`` None only the local tier is built."""
+    """Evaluators for ``config``; with ``judge`` None only the local tier is built. Metrics whose
+    backend is ``azure_content_safety`` are built on ``content_safety`` (which they then need)."""
     registry = registry or default_registry()
     options = config.resolve_options(registry)
+    on_service = {m: o for m, o in options.items() if o.backend != "judge"}
+    if on_service:
+        from monitor.content_safety.backend import build_service_evaluators
+
+        if content_safety is None:
+            raise MetricConfigError(f"{', '.join(on_service)}: backend azure_content_safety needs a "
+                                    "Content Safety client (evaluation.content_safety)")
+        options = {m: o for m, o in options.items() if m not in on_service}
+        service_built = build_service_evaluators(
+            {m: o.severity_level for m, o in on_service.items() if o.severity_level is not None},
+            {m: o.threshold for m, o in on_service.items() if o.threshold is not None}, content_safety)
+    else:
+        service_built = ()
     ctx = BuildContext(
         judge=judge,
         options=options,
@@ -236,4 +254,4 @@ def build_evaluators(
         combine_metrics=config.combine_metrics,
         combine_safety=config.combine_safety,
     )
-    return registry.build(ctx, list(options))
+    return registry.build(ctx, list(options)) + service_built
