@@ -1,0 +1,61 @@
+"""rag-monitor's evaluators as a Python API: one object per metric, sync and async.
+
+The objects run the very evaluators the sidecar runs (same prompts, parsers, thresholds, judge
+client with its budgets and retries), so a score here means what it means on the dashboard::
+
+    from rag_monitor import Groundedness, Judge
+
+    judge = Judge(base_url="http://localhost:8000/v1", model="gpt-4o-mini")
+    result = Groundedness(judge=judge).score(
+        question="Which tent is the most waterproof?",
+        context=["The Alpine Explorer tent has the highest rainfly rating, 3000 mm."],
+        answer="The Alpine Explorer tent.")
+    print(result.value, result.passed, result.reason)
+
+``await metric.ascore(...)`` is the async form; :class:`Scorer` scores many metrics over many
+rows with bounded concurrency and progress. A failure is never a number: ``result.status`` is
+``"error"`` (with ``error_type``) or ``"skipped"`` and ``result.value`` is None.
+"""
+
+from rag_monitor.content_safety import ContentSafety
+from rag_monitor.judge import Judge, JudgeStats
+from rag_monitor.metric import Metric
+from rag_monitor.metrics import (
+    AnswerConsistency,
+    AnswerConsistencyBinary,
+    AnswerRelevance,
+    AnswerSimilarity,
+    AugmentationAccuracy,
+    AugmentationPrecision,
+    Coherence,
+    F1Score,
+    Fluency,
+    Groundedness,
+    HateUnfairness,
+    Jailbreak,
+    JailbreakAttempt,
+    LexicalGroundedness,
+    OffensiveLanguage,
+    OverallScore,
+    Relevance,
+    RetrievalPrecision,
+    RetrievalScore,
+    SelfHarm,
+    Sexual,
+    Similarity,
+    Violence,
+)
+from rag_monitor.results import MetricResult, Status, Usage
+from rag_monitor.scorer import Progress, RowResult, Scorer
+
+__all__ = [
+    "Judge", "JudgeStats", "ContentSafety",
+    "Metric", "MetricResult", "Status", "Usage",
+    "Scorer", "RowResult", "Progress",
+    "Groundedness", "Relevance", "Coherence", "Fluency", "Similarity", "RetrievalScore",
+    "HateUnfairness", "Sexual", "Violence", "SelfHarm", "Jailbreak",
+    "AnswerRelevance",
+    "AnswerSimilarity", "RetrievalPrecision", "AugmentationAccuracy", "AugmentationPrecision",
+    "AnswerConsistency", "AnswerConsistencyBinary", "OverallScore",
+    "F1Score", "LexicalGroundedness", "OffensiveLanguage", "JailbreakAttempt",
+]

@@ -1,0 +1,180 @@
+"""Several metrics over many rows: :class:`Scorer` (Tonic's ``ValidateScorer`` shape).
+
+The scorer builds the metrics' evaluators together, as the sidecar does, so with ``combine``
+on the 1-5 quality rubrics and the severities of a turn share one judge call. Rows are mappings
+in the ``rag-monitor eval`` JSONL shape (``question``/``answer``/``context``/``ground_truth``/
+``system_prompt``/``id``, Opik's ``input``/``output``, Tonic's ``reference``, or ``messages``);
+every row is validated before the first judge call. At most ``concurrency`` turns are evaluated
+at once; the judge's own ``max_concurrency`` and budgets still bound its requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import click
+
+from monitor.eval_rows import KNOWN_QA_KEYS
+from monitor.evaluation.registry import default_registry
+from monitor.evaluation.runner import InternalErrors, evaluate_turn
+from monitor.model import Score
+from rag_monitor.content_safety import ContentSafety
+from rag_monitor.inputs import ChatMessage, Context, ParsedInput, parse_input, parse_row_mapping
+from rag_monitor.judge import Judge
+from rag_monitor.loop_thread import run_blocking
+from rag_monitor.metric import Metric, build_for, entry_for, results_for_row
+from rag_monitor.results import MetricResult
+
+__all__ = ["Scorer", "RowResult", "Progress"]
+
+Progress = Callable[[int, int], None]
+"""Called with (rows done, rows in total) after each row."""
+_ALIASES = {"input": "question", "output": "answer", "reference": "ground_truth"}
+_CONVERSATION_KEYS = frozenset({"messages", "id"})
+
+
+@dataclass(frozen=True, slots=True)
+class RowResult:
+    """The results of one input row, by metric id."""
+
+    index: int
+    id: str | None
+    results: Mapping[str, MetricResult]
+
+    def __getitem__(self, metric_id: str) -> MetricResult:
+        return self.results[metric_id]
+
+
+def _one(items: Sequence[Any], what: str) -> Any:
+    distinct = {id(i): i for i in items if i is not None}
+    if len(distinct) > 1:
+        raise ValueError(f"a Scorer uses one {what}: give all its metrics the same {what} object")
+    return next(iter(distinct.values()), None)
+
+
+def _normalise_row(row: Mapping[str, Any], index: int) -> dict[str, Any]:
+    if not isinstance(row, Mapping):
+        raise TypeError(f"rows[{index}]: expected a mapping, got {type(row).__name__}")
+    known = _CONVERSATION_KEYS if "messages" in row else KNOWN_QA_KEYS | _ALIASES.keys()
+    unknown = sorted(k for k in row if k not in known)
+    if unknown:
+        raise ValueError(f"rows[{index}]: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    data = dict(row)
+    for alias, name in _ALIASES.items():
+        if alias in data:
+            if data.get(name) is not None:
+                raise ValueError(f"rows[{index}]: give {name} or {alias}, not both")
+            data[name] = data.pop(alias)
+    return data
+
+
+def _bar(total: int) -> tuple[Progress, Callable[[], None]]:
+    bar = click.progressbar(length=total, label="scoring", file=sys.stderr, show_pos=True, show_eta=True)
+    bar.__enter__()
+    last = [0]
+
+    def update(done: int, _total: int) -> None:
+        bar.update(done - last[0])
+        last[0] = done
+
+    return update, lambda: bar.__exit__(None, None, None)
+
+
+class Scorer:
+    """``Scorer([Groundedness(judge=j), Relevance(judge=j), F1Score()])``; all metrics that
+    need a judge share one :class:`Judge` (and one :class:`ContentSafety`)."""
+
+    def __init__(self, metrics: Sequence[Metric], *, combine: bool = True) -> None:
+        if not metrics:
+            raise ValueError("a Scorer needs at least one metric")
+        ids = [m.metric_id for m in metrics]
+        if len(set(ids)) != len(ids):
+            raise ValueError("a Scorer takes each metric once")
+        self.metric_ids = tuple(ids)
+        judge: Judge | None = _one([m.judge for m in metrics], "judge")
+        content_safety: ContentSafety | None = _one([m.content_safety for m in metrics], "content_safety")
+        registry = default_registry()
+        needed = sorted({d for m in metrics for d in registry.get(m.metric_id).derived_from} - set(ids))
+        entries = [entry_for(m) for m in metrics] + [{"id": d} for d in needed]
+        self._evaluators = build_for(entries, judge, content_safety, combine)
+        self._errors = InternalErrors()
+
+    async def _turn_scores(self, parsed: ParsedInput) -> list[tuple[Score, ...]]:
+        return list(await asyncio.gather(*(evaluate_turn(t, self._evaluators, self._errors) for t in parsed.turns)))
+
+    def _results(self, parsed: ParsedInput, turn_scores: Sequence[Sequence[Score]]) -> dict[str, MetricResult]:
+        return {m: results_for_row(parsed, turn_scores, m) for m in self.metric_ids}
+
+    async def ascore(self, *, question: str | None = None, answer: str | None = None, context: Context = None,
+                     ground_truth: str | None = None, system_prompt: str | None = None,
+                     history: Sequence[ChatMessage] | None = None, messages: Sequence[ChatMessage] | None = None,
+                     input: str | None = None, output: str | None = None,
+                     reference: str | None = None) -> dict[str, MetricResult]:
+        """Every metric on one question/answer (or conversation), by metric id."""
+        parsed = parse_input(question=question, input=input, answer=answer, output=output, context=context,
+                             ground_truth=ground_truth, reference=reference, system_prompt=system_prompt,
+                             history=history, messages=messages)
+        return self._results(parsed, await self._turn_scores(parsed))
+
+    def score(self, *, question: str | None = None, answer: str | None = None, context: Context = None,
+              ground_truth: str | None = None, system_prompt: str | None = None,
+              history: Sequence[ChatMessage] | None = None, messages: Sequence[ChatMessage] | None = None,
+              input: str | None = None, output: str | None = None,
+              reference: str | None = None) -> dict[str, MetricResult]:
+        """:meth:`ascore` for synchronous code."""
+        return run_blocking(self.ascore(question=question, answer=answer, context=context, ground_truth=ground_truth,
+                                        system_prompt=system_prompt, history=history, messages=messages,
+                                        input=input, output=output, reference=reference))
+
+    async def ascore_many(self, rows: Sequence[Mapping[str, Any]], *, concurrency: int = 8,
+                          progress: Progress | bool = False) -> list[RowResult]:
+        """Every metric on every row, in input order. ``progress``: a callback, or True for a
+        progress bar on stderr. Raises ValueError naming the first malformed row before any call."""
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        parsed = [parse_row_mapping(_normalise_row(r, i), i + 1) for i, r in enumerate(rows)]
+        close: Callable[[], None] = lambda: None
+        report: Progress
+        if progress is True:
+            report, close = _bar(len(parsed))
+        else:
+            report = progress or (lambda done, total: None)
+        try:
+            scores = await self._run(parsed, concurrency, report)
+        finally:
+            close()
+        return [RowResult(i, _row_id(rows[i]), self._results(p, s)) for i, (p, s) in enumerate(zip(parsed, scores))]
+
+    async def _run(self, parsed: Sequence[ParsedInput], concurrency: int,
+                   report: Progress) -> list[list[tuple[Score, ...]]]:
+        scores: list[list[tuple[Score, ...]]] = [[() for _ in p.turns] for p in parsed]
+        remaining = [len(p.turns) for p in parsed]
+        done = 0
+        work: Iterator[tuple[int, int]] = iter([(r, t) for r, p in enumerate(parsed) for t in range(len(p.turns))])
+
+        async def worker() -> None:
+            nonlocal done
+            for r, t in work:  # one shared iterator: each turn is taken by exactly one worker
+                scores[r][t] = await evaluate_turn(parsed[r].turns[t], self._evaluators, self._errors)
+                remaining[r] -= 1
+                if remaining[r] == 0:
+                    done += 1
+                    report(done, len(parsed))
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(max(1, min(concurrency, sum(remaining)))):
+                group.create_task(worker())
+        return scores
+
+    def score_many(self, rows: Sequence[Mapping[str, Any]], *, concurrency: int = 8,
+                   progress: Progress | bool = False) -> list[RowResult]:
+        """:meth:`ascore_many` for synchronous code."""
+        return run_blocking(self.ascore_many(rows, concurrency=concurrency, progress=progress))
+
+
+def _row_id(row: Mapping[str, Any]) -> str | None:
+    raw = row.get("id")
+    return None if raw is None else str(raw)
