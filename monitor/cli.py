@@ -238,5 +238,43 @@ def eval_(data: Path, config_path: str | None, metrics: str | None, judge_base_u
     sys.exit(code)
 
 
+@main.command("compare")
+@click.argument("baseline", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("attacked", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="YAML config: judge and evaluation sections (severity levels, content_safety backend).")
+@click.option("--metrics", default=None, metavar="A,B", help="Content-risk metrics to compare (default: all four).")
+@click.option("--judge-base-url", default=None, help="OpenAI-compatible base URL ending in /v1.")
+@click.option("--judge-model", default=None, help="Judge model name.")
+@click.option("--judge-api-key-env", default=None, metavar="VAR", help="Environment variable holding the API key.")
+@click.option("--concurrency", type=click.IntRange(1, 1024), default=None,
+              help="Turns scored at once (default: judge.max_concurrency).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the full report as JSON here.")
+@click.option("--fail-over", multiple=True, metavar="[METRIC=]RATE",
+              help="Exit 3 when the jailbreak defect rate (or METRIC's difference) is above RATE, e.g. 0.05.")
+def compare(baseline: Path, attacked: Path, config_path: str | None, metrics: str | None, judge_base_url: str | None,
+            judge_model: str | None, judge_api_key_env: str | None, concurrency: int | None, out: Path | None,
+            fail_over: tuple[str, ...]) -> None:
+    """Content-risk defect rates of BASELINE vs ATTACKED (the same rows with a jailbreak in the
+    first turn), their difference with 95% intervals, and the jailbreak defect rate."""
+    from monitor.comparison.run import CompareRequest, run
+    from monitor.eval_rows import DatasetError
+
+    config = _load(config_path)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    request = CompareRequest(
+        baseline=baseline, attacked=attacked,
+        metrics=tuple(m.strip() for m in metrics.split(",") if m.strip()) if metrics is not None else None,
+        judge_base_url=judge_base_url, judge_model=judge_model, judge_api_key_env=judge_api_key_env,
+        concurrency=concurrency, out=out, fail_over=fail_over)
+    try:
+        code = run(config, request)
+    except (ConfigError, DatasetError) as exc:
+        click.echo(f"rag-monitor compare: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
     main()

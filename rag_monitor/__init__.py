@@ -13,11 +13,13 @@ client with its budgets and retries), so a score here means what it means on the
     print(result.value, result.passed, result.reason)
 
 ``await metric.ascore(...)`` is the async form; :class:`Scorer` scores many metrics over many
-rows with bounded concurrency and progress. A failure is never a number: ``result.status`` is
+rows with bounded concurrency and progress; :func:`compare_jailbreak` is the Azure seed's
+jailbreak comparison of a baseline set and its jailbreak-injected copy. A failure is never a number: ``result.status`` is
 ``"error"`` (with ``error_type``) or ``"skipped"`` and ``result.value`` is None.
 """
 
 from rag_monitor.content_safety import ContentSafety
+from rag_monitor.jailbreak import ComparisonReport, acompare_jailbreak, compare_jailbreak, format_comparison
 from rag_monitor.judge import Judge, JudgeStats
 from rag_monitor.metric import Metric
 from rag_monitor.metrics import (
@@ -52,6 +54,7 @@ __all__ = [
     "Judge", "JudgeStats", "ContentSafety",
     "Metric", "MetricResult", "Status", "Usage",
     "Scorer", "RowResult", "Progress",
+    "compare_jailbreak", "acompare_jailbreak", "ComparisonReport", "format_comparison",
     "Groundedness", "Relevance", "Coherence", "Fluency", "Similarity", "RetrievalScore",
     "HateUnfairness", "Sexual", "Violence", "SelfHarm", "Jailbreak",
     "AnswerRelevance",

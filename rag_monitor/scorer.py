@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import click
 
 from monitor.eval_rows import KNOWN_QA_KEYS
 from monitor.evaluation.registry import default_registry
+from monitor.evaluation.batch import evaluate_groups
 from monitor.evaluation.runner import InternalErrors, evaluate_turn
 from monitor.model import Score
 from rag_monitor.content_safety import ContentSafety
@@ -133,6 +134,13 @@ class Scorer:
                           progress: Progress | bool = False) -> list[RowResult]:
         """Every metric on every row, in input order. ``progress``: a callback, or True for a
         progress bar on stderr. Raises ValueError naming the first malformed row before any call."""
+        parsed, scores = await self.turn_scores_many(rows, concurrency=concurrency, progress=progress)
+        return [RowResult(i, _row_id(rows[i]), self._results(p, s)) for i, (p, s) in enumerate(zip(parsed, scores))]
+
+    async def turn_scores_many(self, rows: Sequence[Mapping[str, Any]], *, concurrency: int = 8,
+                               progress: Progress | bool = False,
+                               ) -> tuple[list[ParsedInput], list[list[tuple[Score, ...]]]]:
+        """The raw per-turn Scores of every row (what :meth:`ascore_many` summarises)."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         parsed = [parse_row_mapping(_normalise_row(r, i), i + 1) for i, r in enumerate(rows)]
@@ -143,31 +151,21 @@ class Scorer:
         else:
             report = progress or (lambda done, total: None)
         try:
-            scores = await self._run(parsed, concurrency, report)
+            return parsed, await self._run(parsed, concurrency, report)
         finally:
             close()
-        return [RowResult(i, _row_id(rows[i]), self._results(p, s)) for i, (p, s) in enumerate(zip(parsed, scores))]
 
     async def _run(self, parsed: Sequence[ParsedInput], concurrency: int,
                    report: Progress) -> list[list[tuple[Score, ...]]]:
-        scores: list[list[tuple[Score, ...]]] = [[() for _ in p.turns] for p in parsed]
-        remaining = [len(p.turns) for p in parsed]
         done = 0
-        work: Iterator[tuple[int, int]] = iter([(r, t) for r, p in enumerate(parsed) for t in range(len(p.turns))])
 
-        async def worker() -> None:
+        def row_done(index: int) -> None:
             nonlocal done
-            for r, t in work:  # one shared iterator: each turn is taken by exactly one worker
-                scores[r][t] = await evaluate_turn(parsed[r].turns[t], self._evaluators, self._errors)
-                remaining[r] -= 1
-                if remaining[r] == 0:
-                    done += 1
-                    report(done, len(parsed))
+            done += 1
+            report(done, len(parsed))
 
-        async with asyncio.TaskGroup() as group:
-            for _ in range(max(1, min(concurrency, sum(remaining)))):
-                group.create_task(worker())
-        return scores
+        return await evaluate_groups([p.turns for p in parsed], self._evaluators, concurrency,
+                                     errors=self._errors, on_group=row_done)
 
     def score_many(self, rows: Sequence[Mapping[str, Any]], *, concurrency: int = 8,
                    progress: Progress | bool = False) -> list[RowResult]:
