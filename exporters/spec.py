@@ -108,13 +108,15 @@ ROLLING: tuple[Instrument, ...] = (
 
 JUDGE: tuple[Instrument, ...] = (
     Instrument("rag_monitor_judge_requests_total", "Judge calls by outcome (ok, parse_error, out_of_range, "
-               "timeout, rate_limited, server_error, connection_error, circuit_open, budget_exhausted).",
+               "timeout, rate_limited, server_error, connection_error, auth_error, not_found, request_rejected, "
+               "circuit_open, budget_exhausted).",
                "counter", ("outcome",)),
     Instrument("rag_monitor_judge_replies_rejected_total",
                "Judge replies that parsed but failed the metric's validation.", "counter", ("outcome",)),
     Instrument("rag_monitor_judge_attempts_failed_total", "Failed HTTP attempts to the judge (retried or not).",
                "counter", ("outcome",)),
-    Instrument("rag_monitor_judge_tokens_total", "Judge tokens spent, by type (prompt | completion) and metric.",
+    Instrument("rag_monitor_judge_tokens_total", "Judge tokens spent, by type (prompt | completion) and metric "
+               "(a call shared by several metrics is split evenly across them).",
                "counter", ("type", "metric")),
     Instrument("rag_monitor_judge_request_duration_seconds", "Duration of judge calls including retries.",
                "histogram", (), unit="seconds", buckets=JUDGE_LATENCY_BUCKETS),

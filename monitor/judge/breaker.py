@@ -6,9 +6,13 @@ deadline retrying and add load to a server that is already refusing it. After
 (``circuit_open``); after ``open_seconds`` one probe goes through (half-open); its success closes
 the circuit, its failure reopens it for another cool-down.
 
-Only retryable failures count (timeout, 429, 5xx, connection error): they say "the endpoint is
-not serving". Any answer — even one that does not parse, or a permanent 4xx — proves the server
-is up, so it counts as a success.
+Only outages count (timeout, 5xx, connection error, a 200 that is not a chat completion — a
+proxy's HTML page): they say "the endpoint is not serving the API". A real answer — even one
+whose content does not parse, a permanent 4xx, or a 429 — proves the server is up, so it counts as
+a success. A rate limit is not an outage: the throttle slows the client down
+(:mod:`monitor.judge.throttle`); opening the circuit on it would fail every evaluation of a
+one-second blip. The client asks for admission right before the send, after every wait
+(window, pause, budget), so a circuit that opened meanwhile stops the attempt.
 """
 
 from __future__ import annotations
@@ -81,7 +85,7 @@ class CircuitBreaker:
             self._move(CLOSED)
 
     def failure(self, admission: Admission) -> None:
-        """The endpoint did not serve the attempt (timeout, 429, 5xx, connection error)."""
+        """The endpoint did not serve the attempt (timeout, 5xx, connection error, not JSON)."""
         self._failures += 1
         if admission.probe:
             self._probe_out = False
@@ -92,7 +96,7 @@ class CircuitBreaker:
             self._open()
 
     def release(self, admission: Admission) -> None:
-        """The attempt never reached the endpoint (e.g. no budget): no verdict."""
+        """The attempt never reached the endpoint (cancelled, client closing): no verdict."""
         if admission.probe:
             self._probe_out = False
 

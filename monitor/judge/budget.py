@@ -9,43 +9,35 @@ first-call imports sit in between), so a grant occupies the window from the gran
 overfill the server's window cannot arrive inside it. The price is a rate lower by roughly
 latency / window.
 
-Tokens are reserved *before* a call from an estimate (prompt + the reply's ``max_tokens``) and
-settled to the server-reported usage afterwards, so concurrent calls cannot overshoot while their
-replies are outstanding. (If a server reports more than the reservation, the excess is charged
-when settled and later calls wait longer.)
+Every attempt that may have reached the server is charged, whatever it answered: tokens are
+reserved *before* the send (the prompt estimated from the body, plus the reply's output limit)
+and settled afterwards to the server-reported usage, or kept at the reservation when the server
+reports none — a 429, a 5xx, a timeout (a provider counts the request against its own limit when
+it reads it, and a throttled client that charged nothing would resend at full speed). Only an
+attempt that certainly never left (refused connection, or cancelled before the send) is refunded.
+(If a server reports more than the reservation, the excess is charged when settled and later
+calls wait longer.)
 
-When a limiter has no room, the call waits (``on_budget_exhausted: wait``) for at most
-``max_budget_wait_seconds`` and never past its own deadline, or is shed at once (``shed``); a
-refused call raises ``JudgeError("budget_exhausted")``. Waiting is decided up front: when the
-earliest moment the call could fit is beyond its limit, it is shed without waiting in vain.
-Budgets are per replica (divide the fleet's budget by the replica count).
+When a limiter has no room, the call waits (``on_budget_exhausted: wait``) until its deadline,
+or ``max_budget_wait_seconds`` when that is set, or is shed at once (``shed``); a refused call
+raises ``JudgeError("budget_exhausted")``. Waiting is decided up front: when the earliest moment
+the call could fit is beyond its limit, it is shed without waiting in vain. Budgets are per
+replica (divide the fleet's budget by the replica count, or put a shared gateway in front).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Literal
 
 from monitor.judge.clock import Clock
 from monitor.judge.telemetry import JudgeTelemetry, NullJudgeTelemetry
-from monitor.judge.types import JudgeError, JudgeRequest
+from monitor.judge.types import JudgeError
 
-__all__ = ["SlidingWindowLimiter", "JudgeBudget", "Permit", "estimate_prompt_tokens"]
+__all__ = ["SlidingWindowLimiter", "JudgeBudget", "Permit"]
 
 # Slack for float arithmetic when an entry leaves the window exactly at the wake-up time.
 _EPSILON = 1e-9
-# Chat formatting adds a few tokens per message and per reply (OpenAI's cookbook figure).
-_TOKENS_PER_MESSAGE = 4
-_TOKENS_PER_REPLY = 3
-
-
-def estimate_prompt_tokens(request: JudgeRequest) -> int:
-    """Rough prompt size: four characters per token, plus message framing and the schema
-    (sent as ``response_format``, which the server counts as prompt). Deliberately simple and
-    dependency-free; the budget reconciles with the server's usage after each call."""
-    chars = len(request.system) + len(request.user) + len(json.dumps(request.json_schema))
-    return chars // 4 + 2 * _TOKENS_PER_MESSAGE + _TOKENS_PER_REPLY
 
 
 class _Entry:
@@ -107,6 +99,13 @@ class SlidingWindowLimiter:
         if amount is not None:
             entry.amount = max(0, amount)
 
+    def cancel(self, entry: _Entry) -> None:
+        """The grant was never used: forget it."""
+        try:
+            self._entries.remove(entry)
+        except ValueError:
+            pass  # already expired
+
     def _expire(self, now: float) -> None:
         self._entries = [e for e in self._entries
                          if e.finished_at is None or e.finished_at + self._window > now + _EPSILON]
@@ -128,12 +127,18 @@ class Permit:
         for limiter, entry in self._grants:
             limiter.finish(entry, tokens if entry is self._tokens else None)
 
+    def cancel(self) -> None:
+        """The attempt was never sent: give the whole grant back."""
+        for limiter, entry in self._grants:
+            limiter.cancel(entry)
+        self._grants = []
+
 
 class JudgeBudget:
     """Requests-per-minute and tokens-per-minute limits shared by all judge calls."""
 
     def __init__(self, *, requests_per_minute: int | None, tokens_per_minute: int | None,
-                 on_exhausted: Literal["wait", "shed"], max_wait_seconds: float, clock: Clock,
+                 on_exhausted: Literal["wait", "shed"], max_wait_seconds: float | None, clock: Clock,
                  telemetry: JudgeTelemetry | None = None, window_seconds: float = 60.0) -> None:
         self._clock = clock
         self._telemetry = telemetry or NullJudgeTelemetry()
@@ -148,7 +153,10 @@ class JudgeBudget:
         """Take one request and ``tokens`` tokens, waiting as configured; raise
         ``JudgeError("budget_exhausted")`` when they do not fit in time or ``wake`` is set."""
         start = self._clock.now()
-        limit_at = start if self._on_exhausted == "shed" else min(deadline, start + self._max_wait)
+        if self._on_exhausted == "shed":
+            limit_at = start
+        else:
+            limit_at = deadline if self._max_wait is None else min(deadline, start + self._max_wait)
         blocked_by = ""
         while True:
             wait, limiter = self._wait_time(tokens)

@@ -1,47 +1,64 @@
-"""The judge client: one JSON-producing chat call, budgeted, retried, timed out and counted.
+"""The judge client: one JSON-producing chat call, budgeted, throttled, retried, timed out, counted.
 
 A metric evaluator builds a :class:`~monitor.judge.types.JudgeRequest` and awaits
 :meth:`JudgeClient.complete_json`; it gets the validated object or a ``JudgeError`` whose
-``outcome`` says why not. One call runs, within ``deadline_seconds``:
+``outcome`` says why not. One call runs, within ``deadline_seconds``, attempts of this shape:
 
-    circuit breaker → concurrency slot → request/token budget → HTTP attempt → parse + schema
-          ↑_____________ backoff (full jitter, ≥ Retry-After), only for 429/5xx/timeouts/connection
+    window slot (FIFO) → shared 429 pause → request/token budget → circuit breaker → HTTP send
+      → classify: chat completion? → content is one JSON object? → schema? → ok
+    then, by outcome: 429 → everyone pauses, this call queues again (until its deadline);
+    5xx/timeout/connection → backoff (full jitter, ≥ Retry-After) up to ``max_retries``;
+    anything else → final.
+
+Breaker admission comes last, right before the send: a call that waited for a slot, the pause or
+the budget must not fire into a circuit that opened meanwhile. The budget is charged for every
+attempt that may have reached the server (see :mod:`monitor.judge.budget`).
 
 The ``openai`` package does the HTTP (``AsyncOpenAI``, or ``AsyncAzureOpenAI`` for Azure) over its
-aiohttp transport; its own retries are off and its timeouts are ours. Structured output starts as
+aiohttp transport; its own retries are off and its timeouts are ours. The 200 body is read by
+:mod:`monitor.judge.envelope`, not by the SDK's unvalidated models. Structured output starts as
 ``json_schema`` and, when the server rejects that ``response_format``, falls back to
-``json_object`` and then to none, remembered for the client's lifetime.
+``json_object`` and then to none; a server that rejects ``max_tokens``/``temperature`` switches the
+client to reasoning-model parameters (:mod:`monitor.judge.request_body`). Both are remembered for
+the client's lifetime.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Mapping
+from typing import Mapping
 
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from monitor.judge.breaker import Admission, CircuitBreaker
-from monitor.judge.budget import JudgeBudget, Permit, estimate_prompt_tokens
+from monitor.judge.budget import JudgeBudget, Permit
 from monitor.judge.clock import Clock, LoopClock
 from monitor.judge.config import JudgeConfig
+from monitor.judge.envelope import ChatReply, NotAChatCompletion, read_chat_completion
 from monitor.judge.reply_parsing import check_schema, extract_json_object
+from monitor.judge.request_body import OutgoingRequest, RequestShaper
 from monitor.judge.retry import AttemptFailure, Backoff, classify_failure
 from monitor.judge.telemetry import JudgeTelemetry, NullJudgeTelemetry
+from monitor.judge.throttle import RateLimitThrottle, Slot, ThrottleTimeout
+from monitor.judge.transport import make_openai_client
 from monitor.judge.types import JUDGE_OUTCOMES, JudgeError, JudgeReply, JudgeRequest
 from monitor.model import JudgeUsage
+
+try:  # the raw response class of the openai package's transport (httpx2 from openai 3.x on)
+    from httpx2 import Response as _RawResponse
+except ImportError:  # pragma: no cover - older openai releases
+    from httpx import Response as _RawResponse  # type: ignore[assignment]
 
 __all__ = ["JudgeClient"]
 
 log = logging.getLogger(__name__)
 
-# Servers without auth (vLLM, Ollama) ignore the key, but the openai client insists on one.
-_NO_KEY = "EMPTY"
+# Share of timeout_seconds an attempt needs at least before the call's deadline.
+_MIN_ATTEMPT_SHARE = 0.1
 # Each mode falls back to the next when the server rejects its response_format.
 _FALLBACK = {"json_schema": "json_object", "json_object": "none"}
 
@@ -60,8 +77,9 @@ class _Call:
     started: float
     deadline: float
     attempts: int = 0
+    sent: OutgoingRequest | None = None
+    """The body of the latest attempt (its format and parameter family)."""
     format: str = ""
-    """Structured-output mode of the latest attempt."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     last_error: JudgeError | None = None
@@ -91,8 +109,11 @@ class JudgeClient:
         self._breaker = CircuitBreaker(config.circuit_breaker.failure_threshold,
                                        config.circuit_breaker.open_seconds, self._clock, self._telemetry)
         self._backoff = Backoff(config.backoff_initial_seconds, config.backoff_max_seconds, rng)
+        self._throttle = RateLimitThrottle(
+            config.max_concurrency, self._clock, pause_initial_seconds=config.backoff_initial_seconds,
+            pause_max_seconds=config.backoff_max_seconds, rng=rng, telemetry=self._telemetry)
+        self._shaper = RequestShaper(config)
         self._format = "json_schema" if config.structured_output == "auto" else config.structured_output
-        self._slots = asyncio.Semaphore(config.max_concurrency)
         self._closing = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -105,9 +126,19 @@ class JudgeClient:
         return self._format
 
     @property
+    def reasoning_model(self) -> bool:
+        """True while requests carry reasoning-model parameters."""
+        return self._shaper.reasoning
+
+    @property
     def circuit_state(self) -> str:
         """``closed`` | ``open`` | ``half_open``."""
         return self._breaker.state
+
+    @property
+    def throttle(self) -> RateLimitThrottle:
+        """The shared 429 pause and congestion window (read-only use: status and tests)."""
+        return self._throttle
 
     async def start(self) -> None:
         """Create the HTTP client (no network I/O). Raises ``ValueError`` for an unreadable
@@ -115,7 +146,7 @@ class JudgeClient:
         if self._openai is not None:
             return
         self._closing.clear()
-        self._openai = self._make_openai()
+        self._openai = make_openai_client(self._config, self._environ)
 
     async def aclose(self) -> None:
         """Shut down at once: cut waits and close the HTTP client under in-flight attempts."""
@@ -134,9 +165,9 @@ class JudgeClient:
                 f"structured_output={self._format!r}, circuit={self._breaker.state!r})")
 
     async def shutdown(self, deadline: float) -> None:
-        """Refuse new calls, cut budget and backoff waits short, let in-flight attempts finish
-        until ``deadline`` (a ``loop.time()`` value), then close the HTTP client. Safe twice
-        and without :meth:`start`."""
+        """Refuse new calls, cut budget, pause and backoff waits short, let in-flight attempts
+        finish until ``deadline`` (a ``loop.time()`` value), then close the HTTP client. Safe
+        twice and without :meth:`start`."""
         self._closing.set()
         remaining = deadline - asyncio.get_running_loop().time()
         if self._active and remaining > 0:
@@ -176,20 +207,21 @@ class JudgeClient:
                 self._telemetry.call_finished(request.metric, outcome, self._clock.now() - call.started)
 
     async def _run(self, call: _Call) -> JudgeReply:
-        """Attempts with backoff until success, a permanent failure, or no time left."""
+        """Attempts until success, a permanent failure, or no time left."""
         retries = 0
         while True:
             self._ensure_open(call)
-            admission = self._breaker.allow()
-            if admission is None:
-                raise call.last_error or JudgeError("circuit_open", "judge circuit is open")
             try:
-                return await self._attempt(call, admission)
+                return await self._attempt(call)
             except _AttemptFailed as failed:
                 failure = failed.failure
             if failure.format_rejected and self._fall_back(call):
                 continue  # a capability probe, not a retry: resend at once in the simpler mode
+            if failure.params_rejected and self._shaper.adopt_reasoning(self._sent_reasoning(call)):
+                continue  # likewise: resend with reasoning-model parameters
             call.last_error = JudgeError(failure.outcome, failure.message)
+            if failure.outcome == "rate_limited":
+                continue  # ridden out: the shared pause spaces the next attempt, the deadline ends it
             if not failure.retryable or retries >= self._config.max_retries:
                 raise call.last_error
             delay = self._backoff.delay(retries, failure.retry_after)
@@ -201,58 +233,109 @@ class JudgeClient:
             if not await self._clock.sleep(delay, self._closing):
                 raise call.last_error
 
-    async def _attempt(self, call: _Call, admission: Admission) -> JudgeReply:
-        """One HTTP attempt; the breaker hears how it went, whatever happens."""
-        verdict = False
+    async def _attempt(self, call: _Call) -> JudgeReply:
+        """One HTTP attempt, holding a window slot throughout."""
         try:
-            # The budget is taken inside the slot so that a grant is followed by its send at
-            # once; a grant that then queued for a slot would reach the server late and bunch
-            # up with later grants in the server's window.
-            async with self._slot(call):
-                call.format = fmt = self._format
-                estimate = estimate_prompt_tokens(call.request)
-                permit = await self._budget.acquire(estimate + call.request.max_output_tokens,
-                                                    call.deadline, self._closing)
-                try:
-                    self._ensure_open(call)
-                    call.attempts += 1
-                    completion = await self._send_counted(call, fmt, permit, estimate, admission)
-                except _AttemptFailed:
-                    verdict = True  # _send_counted already told the breaker
-                    raise
-                finally:
-                    permit.finish()  # no-op after _send_counted's; frees the budget on cancel
-                verdict = True
-            return self._parse(call, completion)
+            slot = await self._throttle.acquire(call.deadline)
+        except ThrottleTimeout as exc:
+            if exc.reason == "rate_limit":
+                raise call.last_error or JudgeError(
+                    "rate_limited", "judge rate limited: no slot in the reduced window before the deadline") from None
+            raise call.last_error or JudgeError("timeout", "no judge slot became free before the deadline") from None
+        try:
+            outgoing, permit, admission = await self._admit(call)
+            call.attempts += 1
+            call.sent = outgoing
+            self._throttle.sending(slot)
+            reply = await self._send_settled(call, outgoing, slot, permit, admission)
         finally:
-            if not verdict:
-                self._breaker.release(admission)
+            self._throttle.release(slot)
+        return self._parse(call, reply)
 
-    async def _send_counted(self, call: _Call, fmt: str, permit: Permit, estimate: int,
-                            admission: Admission) -> ChatCompletion:
-        """Send, settle the budget with the real usage, and tell the breaker how it went."""
+    async def _admit(self, call: _Call) -> tuple[OutgoingRequest, Permit, Admission]:
+        """Wait out the shared pause and the budget, then ask the breaker: in that order, so the
+        grant is followed by the send at once and the breaker's verdict is fresh."""
+        # An attempt started with almost no time left would only turn a rate-limited call into a
+        # "timeout": the last tenth of an attempt's timeout before the deadline is not used.
+        last_start = call.deadline - _MIN_ATTEMPT_SHARE * self._config.timeout_seconds
+        while True:
+            try:
+                resumed = await self._throttle.wait_for_pause(last_start, self._closing)
+            except ThrottleTimeout:
+                raise call.last_error or JudgeError(
+                    "rate_limited", "judge rate limit pause lasts beyond the call's deadline") from None
+            if not resumed:
+                raise call.last_error or JudgeError("connection_error", "judge client is shutting down")
+            self._ensure_open(call)
+            call.format = self._format
+            outgoing = self._shaper.build(call.request, call.format)
+            permit = await self._budget.acquire(outgoing.reserved_tokens, call.deadline, self._closing)
+            if self._throttle.paused():
+                permit.cancel()  # a 429 arrived while this call waited for budget: pause first
+                continue
+            if self._clock.now() > last_start:
+                permit.cancel()
+                raise call.last_error or (
+                    JudgeError("rate_limited", "judge rate limited: too little time left for an attempt")
+                    if self._throttle.limiting else JudgeError("timeout", "too little time left for an attempt"))
+            admission = self._breaker.allow()
+            if admission is None:
+                permit.cancel()
+                raise call.last_error or JudgeError("circuit_open", "judge circuit is open")
+            return outgoing, permit, admission
+
+    async def _send_settled(self, call: _Call, outgoing: OutgoingRequest, slot: Slot, permit: Permit,
+                            admission: Admission) -> ChatReply:
+        """Send; then settle the budget, tell the breaker and the throttle, count the tokens."""
         try:
-            completion = await self._send(call, fmt)
-        except (openai.OpenAIError, TimeoutError) as exc:
-            failure = classify_failure(exc)
-            # A refused or throttled request consumed nothing; otherwise assume the prompt was read.
-            permit.finish(0 if failure.outcome in ("rate_limited", "connection_error") else estimate)
-            if failure.retryable:
-                self._breaker.failure(admission)
-            else:
-                self._breaker.success(admission)
-            self._telemetry.attempt_failed(call.request.metric, failure.outcome)
+            reply = await self._send(call, outgoing)
+        except (openai.OpenAIError, TimeoutError, NotAChatCompletion) as exc:
+            failure = (AttemptFailure("parse_error", str(exc), False, outage=True)
+                       if isinstance(exc, NotAChatCompletion) else classify_failure(exc))
+            self._settle_failure(call, failure, slot, permit, admission)
             raise _AttemptFailed(failure) from None
+        except BaseException:  # cancelled mid-flight: the server may have it; no verdict
+            permit.finish()
+            self._breaker.release(admission)
+            raise
         self._breaker.success(admission)
-        prompt, completion_tokens = self._usage(completion, estimate)
-        permit.finish(prompt + completion_tokens)
+        self._throttle.succeeded()
+        prompt = reply.prompt_tokens if reply.prompt_tokens is not None else outgoing.prompt_tokens
+        # Some OpenAI-compatible servers omit usage; estimate so budgets still move.
+        completion = (reply.completion_tokens if reply.completion_tokens is not None
+                      else len(reply.content or "") // 4)
+        permit.finish(prompt + completion)
         call.prompt_tokens += prompt
-        call.completion_tokens += completion_tokens
-        self._telemetry.tokens(call.request.metric, "prompt", prompt)
-        self._telemetry.tokens(call.request.metric, "completion", completion_tokens)
-        return completion
+        call.completion_tokens += completion
+        self._count_tokens(call.request, prompt, completion)
+        return reply
 
-    async def _send(self, call: _Call, fmt: str) -> ChatCompletion:
+    def _settle_failure(self, call: _Call, failure: AttemptFailure, slot: Slot, permit: Permit,
+                        admission: Admission) -> None:
+        permit.finish(None if failure.reached else 0)
+        if failure.outcome == "rate_limited":
+            until = self._throttle.rate_limited(slot, failure.retry_after)
+            log.debug("judge rate limited: pausing all calls for %.2fs, window %.1f",
+                      until - self._clock.now(), self._throttle.window)
+        if failure.outage:
+            self._breaker.failure(admission)
+        else:
+            self._breaker.success(admission)
+        if failure.outcome in ("auth_error", "not_found"):
+            log.warning("judge %s (check judge.base_url, judge.model and the API key): %s",
+                        failure.outcome, failure.message)
+        self._telemetry.attempt_failed(call.request.metric, failure.outcome)
+
+    def _count_tokens(self, request: JudgeRequest, prompt: int, completion: int) -> None:
+        """Split a shared call's tokens evenly across its metrics (remainders to the first), so
+        the per-metric series sum to what the call used and every label is a real metric id."""
+        owners = request.token_owners
+        for kind, total in (("prompt", prompt), ("completion", completion)):
+            share, extra = divmod(total, len(owners))
+            for index, metric in enumerate(owners):
+                self._telemetry.tokens(metric, kind, share + (1 if index < extra else 0))
+
+    async def _send(self, call: _Call, outgoing: OutgoingRequest) -> ChatReply:
         client = self._openai
         if client is None:
             raise JudgeError("connection_error", "judge client is not started")
@@ -260,65 +343,32 @@ class JudgeClient:
         if remaining <= 0:
             raise TimeoutError
         timeout = min(self._config.timeout_seconds, remaining)
-        extra: dict[str, Any] = {}
-        if fmt != "none":
-            extra["response_format"] = self._response_format(call.request, fmt)
         # The aiohttp transport only bounds each socket read; asyncio.timeout bounds the whole
         # attempt, so a server trickling bytes cannot hold a call past its timeout.
-        body = {
-            "model": self._config.effective_model or "",
-            "messages": self._messages(call.request, fmt),
-            "temperature": 0,
-            "max_tokens": call.request.max_output_tokens,
-            **extra,
-        }
         async with asyncio.timeout(timeout):
             # The body is already plain JSON: posting it directly skips the openai package's
-            # per-call parameter transformation, ~45% of its CPU per call (profiled), which capped
-            # throughput at high concurrency. Same client, transport, auth and Azure routing.
-            return await client.post("/chat/completions", body=body, cast_to=ChatCompletion,
-                                     options={"timeout": timeout})
+            # per-call parameter transformation, ~45% of its CPU per call (profiled). Same client,
+            # transport, auth and Azure routing; error statuses still raise the SDK's exceptions.
+            response = await client.post("/chat/completions", body=outgoing.body, cast_to=_RawResponse,
+                                         options={"timeout": timeout})
+            body = await response.aread()
+        return read_chat_completion(body, response.headers)
 
-    @staticmethod
-    def _messages(request: JudgeRequest, fmt: str) -> list[ChatCompletionMessageParam]:
-        user = request.user
-        if fmt != "json_schema":
-            # Without a server-side schema the model only knows the shape from the prompt. Appended
-            # to the user turn so the system prompt stays identical (prefix caching).
-            user += ("\n\nReply with exactly one JSON object and nothing else, matching this JSON "
-                     f"schema:\n{json.dumps(request.json_schema, sort_keys=True)}")
-        return [{"role": "system", "content": request.system}, {"role": "user", "content": user}]
-
-    @staticmethod
-    def _response_format(request: JudgeRequest, fmt: str) -> dict[str, Any]:
-        if fmt == "json_object":
-            return {"type": "json_object"}
-        return {"type": "json_schema", "json_schema": {
-            "name": request.schema_name, "schema": dict(request.json_schema), "strict": True}}
-
-    def _parse(self, call: _Call, completion: ChatCompletion) -> JudgeReply:
+    def _parse(self, call: _Call, reply: ChatReply) -> JudgeReply:
         """Exactly one JSON object that satisfies the schema, or ``parse_error``/``out_of_range``."""
-        if not completion.choices:
-            raise JudgeError("parse_error", "judge reply has no choices")
-        choice = completion.choices[0]
-        message = choice.message
-        if message.refusal:
+        if reply.refusal:
             raise JudgeError("parse_error", "judge refused to answer")
-        if choice.finish_reason in ("length", "content_filter"):
-            raise JudgeError("parse_error", f"judge reply cut short ({choice.finish_reason})")
-        data = extract_json_object(message.content)
+        if reply.finish_reason in ("length", "content_filter"):
+            hint = (" (reasoning models spend judge.reasoning_extra_output_tokens before answering)"
+                    if reply.finish_reason == "length" and self._shaper.reasoning else "")
+            raise JudgeError("parse_error", f"judge reply cut short ({reply.finish_reason}){hint}")
+        data = extract_json_object(reply.content)
         check_schema(data, call.request.json_schema)
-        usage = call.usage(self._clock.now())
-        return JudgeReply(data=data, usage=usage, raw_text=message.content or "")
+        return JudgeReply(data=data, usage=call.usage(self._clock.now()), raw_text=reply.content or "")
 
     @staticmethod
-    def _usage(completion: ChatCompletion, estimate: int) -> tuple[int, int]:
-        usage = completion.usage
-        if usage is not None:
-            return usage.prompt_tokens, usage.completion_tokens
-        # Some OpenAI-compatible servers omit usage; estimate so budgets still move.
-        text = completion.choices[0].message.content if completion.choices else None
-        return estimate, len(text or "") // 4
+    def _sent_reasoning(call: _Call) -> bool:
+        return call.sent is not None and "max_completion_tokens" in call.sent.body
 
     def _fall_back(self, call: _Call) -> bool:
         """Step down one structured-output mode after a rejection; False when there is none."""
@@ -333,24 +383,6 @@ class JudgeClient:
             log.info("judge rejected response_format %s; using %s from now on", rejected, self._format)
         return True
 
-    @contextlib.asynccontextmanager
-    async def _slot(self, call: _Call) -> AsyncIterator[None]:
-        """One of ``max_concurrency`` in-flight slots, waited for until the deadline."""
-        started = self._clock.now()
-        busy = self._slots.locked()
-        try:
-            async with asyncio.timeout(max(0.0, call.deadline - started)):
-                await self._slots.acquire()
-        except TimeoutError:
-            self._telemetry.budget_shed("concurrency")
-            raise JudgeError("timeout", "no judge slot became free before the deadline") from None
-        if busy:
-            self._telemetry.budget_waited("concurrency", self._clock.now() - started)
-        try:
-            yield
-        finally:
-            self._slots.release()
-
     def _ensure_open(self, call: _Call) -> None:
         if self._closing.is_set() or self._openai is None:
             raise call.last_error or JudgeError("connection_error", "judge client is not running")
@@ -363,20 +395,3 @@ class JudgeClient:
         self._active -= 1
         if self._active == 0:
             self._idle.set()
-
-    def _make_openai(self) -> openai.AsyncOpenAI:
-        config = self._config
-        key = config.resolve_api_key(self._environ)
-        if key is None:
-            log.info("judge: no API key configured; fine for servers without auth")
-        common: dict[str, Any] = {
-            "api_key": key.get_secret_value() if key else _NO_KEY,
-            "max_retries": 0,  # retries are ours: deadline-bound, breaker-aware, budgeted
-            "timeout": config.timeout_seconds,
-            "http_client": openai.DefaultAioHttpClient(timeout=config.timeout_seconds),
-        }
-        if config.azure is not None:
-            return openai.AsyncAzureOpenAI(azure_endpoint=config.azure.endpoint,
-                                           api_version=config.azure.api_version,
-                                           azure_deployment=config.azure.deployment, **common)
-        return openai.AsyncOpenAI(base_url=config.base_url, **common)

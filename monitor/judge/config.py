@@ -68,31 +68,51 @@ class JudgeConfig(BaseModel):
     deadline_seconds: float = Field(default=90.0, gt=0)
     """Overall limit of one evaluation call, including budget waits, retries and backoff."""
     max_retries: int = Field(default=2, ge=0, le=10)
-    """Retries after a 429, 5xx, timeout or connection error (the openai client's own retries
-    are off)."""
+    """Retries after a 5xx, timeout or connection error (the openai client's own retries are
+    off). A 429 is not an error to give up on: the client pauses and the call retries when its
+    turn comes, bounded only by ``deadline_seconds``."""
     backoff_initial_seconds: float = Field(default=0.5, gt=0)
-    """Upper bound of the first retry's jittered delay; doubles per retry."""
+    """Upper bound of the first retry's jittered delay; doubles per retry. Also the first step
+    of the client-wide pause after a 429 without ``Retry-After``, doubling per consecutive 429."""
     backoff_max_seconds: float = Field(default=20.0, gt=0)
     """Cap of the jittered delay (a server's ``Retry-After`` may ask for longer)."""
 
     max_concurrency: int = Field(default=4, ge=1)
-    """Judge requests in flight at once from this replica."""
+    """Judge requests in flight at once from this replica: the ceiling of the congestion window,
+    which halves on a 429 and grows back by one per window of successful replies."""
     requests_per_minute: int | None = Field(default=None, ge=1)
     """Requests allowed in any 60-second window, per replica; unset = unlimited."""
     tokens_per_minute: int | None = Field(default=None, ge=1)
     """Tokens (prompt + reply) allowed in any 60-second window, per replica; unset = unlimited."""
     on_budget_exhausted: Literal["wait", "shed"] = "wait"
-    """With no budget left: ``wait`` (up to ``max_budget_wait_seconds``) or ``shed`` at once."""
-    max_budget_wait_seconds: float = Field(default=30.0, ge=0)
-    """Longest wait for budget before a call is shed as ``budget_exhausted``."""
+    """With no budget left: ``wait`` (until the call's deadline, or ``max_budget_wait_seconds``
+    when set) or ``shed`` at once. Either way a call that cannot be served is counted
+    ``budget_exhausted``."""
+    max_budget_wait_seconds: float | None = Field(default=None, ge=0)
+    """In ``wait`` mode, the longest wait for budget; unset = until ``deadline_seconds``."""
     circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
     """Stop calling a failing judge for a while."""
 
     structured_output: Literal["auto", "json_schema", "json_object", "none"] = "auto"
     """``auto`` tries ``json_schema``, falls back to ``json_object`` then plain text when the
     server rejects the ``response_format``; the other values pin one mode."""
-    combine_metrics: bool = False
-    """Ask for several metrics of a turn in one judge call (used by the metric layer)."""
+    reasoning_model: bool | None = None
+    """Send reasoning-model parameters (``max_completion_tokens``, no ``temperature``): true for
+    OpenAI o-series/gpt-5 style models. Unset = decided from the model name (``o1``, ``o3-mini``,
+    ``gpt-5``…) and switched on when the server answers ``max_tokens``/``temperature`` with a 400."""
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    """``reasoning_effort`` sent to reasoning models; unset = the model's default."""
+    reasoning_extra_output_tokens: int = Field(default=2048, ge=0)
+    """Added to each metric's reply limit for reasoning models, whose hidden reasoning tokens
+    count against ``max_completion_tokens`` (and against ``tokens_per_minute``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_keys(cls, data: object) -> object:
+        if isinstance(data, Mapping) and "combine_metrics" in data:
+            # It was accepted and read nowhere; one switch is enough.
+            raise ValueError("judge.combine_metrics was removed: the switch is evaluation.combine_metrics")
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> JudgeConfig:

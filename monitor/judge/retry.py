@@ -1,9 +1,20 @@
 """Failure classification and backoff for judge attempts.
 
-Errors are classified once, here, into a ``JUDGE_OUTCOMES`` value and a retryable flag. Only
-429, 5xx (and 408), timeouts and connection errors are retried; other 4xx are permanent (a bad
-key or model name does not get better by asking again). A 400/422 that names the
-``response_format`` is flagged so the client can fall back to a simpler structured-output mode.
+Errors are classified once, here, into a ``JUDGE_OUTCOMES`` value and three verdicts:
+
+* ``retryable`` — 5xx (and 408), timeouts and connection errors are retried up to
+  ``max_retries``; a 429 is *ridden out* instead (the client-wide throttle pauses everyone and
+  the call waits its turn until its deadline, see :mod:`monitor.judge.throttle`); other 4xx are
+  permanent (a bad key or model name does not get better by asking again).
+* ``outage`` — whether the circuit breaker counts the attempt as a failure: the endpoint did not
+  serve it (5xx, 408, timeout, connection error, a 200 that is not a chat completion). A 429 or a
+  4xx is an answer from a working server — a rate limit or a configuration mistake, not an outage.
+* ``reached`` — whether the request may have reached the server, so its budget reservation is
+  kept (only a refused connection or a failed name lookup certainly did not).
+
+A 400/422 that names the ``response_format`` is flagged so the client can fall back to a simpler
+structured-output mode; one that rejects ``max_tokens``/``temperature`` (what OpenAI answers a
+reasoning model sent the classic parameters) is flagged so it can switch to reasoning parameters.
 
 Hand-written rather than ``tenacity``: the policy is a dozen lines, and the parts that matter here
 — honouring ``Retry-After``/``retry-after-ms``, one overall deadline, a sleep cut short by
@@ -14,9 +25,10 @@ from __future__ import annotations
 
 import email.utils
 import random
+import socket
 import time
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 import aiohttp
 import openai
@@ -24,6 +36,11 @@ import openai
 __all__ = ["AttemptFailure", "classify_failure", "retry_after_seconds", "Backoff"]
 
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output")
+# OpenAI's answer to a reasoning model sent max_tokens/temperature: param "max_tokens" or
+# "temperature", code unsupported_parameter/unsupported_value, a message naming
+# max_completion_tokens. Any one of them is enough.
+_REASONING_PARAMS = ("max_tokens", "temperature")
+_PERMANENT = {401: "auth_error", 403: "auth_error", 404: "not_found"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +52,12 @@ class AttemptFailure:
     retryable: bool
     retry_after: float | None = None
     format_rejected: bool = False
+    params_rejected: bool = False
+    """The server refused ``max_tokens``/``temperature``: a reasoning model."""
+    outage: bool = False
+    """The circuit breaker counts this attempt as a failure of the endpoint."""
+    reached: bool = True
+    """The request may have reached the server (its budget reservation stays charged)."""
 
 
 def classify_failure(exc: BaseException) -> AttemptFailure:
@@ -44,23 +67,40 @@ def classify_failure(exc: BaseException) -> AttemptFailure:
     if isinstance(exc, (openai.APIConnectionError, TimeoutError)):
         return _classify_transport(exc)
     if isinstance(exc, openai.APIResponseValidationError):
-        return AttemptFailure("parse_error", "judge response did not match the chat schema", False)
+        return AttemptFailure("parse_error", "judge response did not match the chat schema", False, outage=True)
     # Anything else from the SDK is unexpected but must still land as a counted outcome.
-    return AttemptFailure("server_error", f"{type(exc).__name__}: {exc}", False)
+    return AttemptFailure("server_error", f"{type(exc).__name__}: {exc}", False, outage=True)
 
 
 def _classify_status(exc: openai.APIStatusError) -> AttemptFailure:
     code = exc.status_code
     message = f"judge answered HTTP {code}: {_short(exc.message)}"
+    headers = exc.response.headers
     if code == 429:
-        return AttemptFailure("rate_limited", message, True, retry_after_seconds(exc.response.headers))
+        return AttemptFailure("rate_limited", message, True, retry_after_seconds(headers))
     if code == 408:
-        return AttemptFailure("timeout", message, True)
+        return AttemptFailure("timeout", message, True, outage=True)
     if code >= 500:
-        return AttemptFailure("server_error", message, True, retry_after_seconds(exc.response.headers))
+        return AttemptFailure("server_error", message, True, retry_after_seconds(headers), outage=True)
+    if code in _PERMANENT:
+        return AttemptFailure(_PERMANENT[code], message, False)
+    if code not in (400, 422):
+        return AttemptFailure("request_rejected", message, False)
+    error = _error_object(exc.body)
     text = f"{exc.message} {exc.body}".lower()
-    rejected = code in (400, 422) and any(word in text for word in _FORMAT_WORDS)
-    return AttemptFailure("server_error", message, False, format_rejected=rejected)
+    return AttemptFailure(
+        "request_rejected", message, False,
+        format_rejected=any(word in text for word in _FORMAT_WORDS),
+        params_rejected=(error.get("param") in _REASONING_PARAMS or "max_completion_tokens" in text))
+
+
+def _error_object(body: object) -> Mapping[str, Any]:
+    """The ``error`` object of an OpenAI-style error body (the SDK passes it already unwrapped
+    for some errors and wrapped for others)."""
+    if isinstance(body, Mapping):
+        inner = body.get("error")
+        return inner if isinstance(inner, Mapping) else body
+    return {}
 
 
 def _classify_transport(exc: BaseException) -> AttemptFailure:
@@ -68,12 +108,14 @@ def _classify_transport(exc: BaseException) -> AttemptFailure:
     # openai error type alone cannot tell a timeout from a dead server: look at the root cause.
     chain = _causes(exc)
     if any(isinstance(e, TimeoutError) for e in chain):
-        return AttemptFailure("timeout", "judge request timed out", True)
+        return AttemptFailure("timeout", "judge request timed out", True, outage=True)
+    never_sent = any(isinstance(e, (ConnectionRefusedError, socket.gaierror)) for e in chain)
     if any(isinstance(e, (OSError, aiohttp.ClientConnectionError)) for e in chain):
-        return AttemptFailure("connection_error", f"judge connection failed: {_short(str(chain[-1]))}", True)
+        return AttemptFailure("connection_error", f"judge connection failed: {_short(str(chain[-1]))}", True,
+                              outage=True, reached=not never_sent)
     if isinstance(exc, openai.APITimeoutError):
-        return AttemptFailure("timeout", "judge request timed out", True)
-    return AttemptFailure("connection_error", "judge connection failed", True)
+        return AttemptFailure("timeout", "judge request timed out", True, outage=True)
+    return AttemptFailure("connection_error", "judge connection failed", True, outage=True)
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

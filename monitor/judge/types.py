@@ -18,7 +18,11 @@ from monitor.model import JudgeUsage
 
 __all__ = ["JUDGE_OUTCOMES", "JudgeRequest", "JudgeReply", "JudgeError", "Judge"]
 
-# Values of the ``outcome`` label of rag_monitor_judge_requests_total.
+# Values of the ``outcome`` label of rag_monitor_judge_requests_total. Each reply is classified
+# once (monitor.judge.retry, monitor.judge.envelope): ``ok`` means the reply was a chat completion
+# whose content validated against the request's schema. ``auth_error`` (401/403), ``not_found``
+# (404: wrong base_url, model or deployment) and ``request_rejected`` (any other permanent 4xx) are
+# configuration mistakes, kept apart from ``server_error`` so they do not read as an outage.
 JUDGE_OUTCOMES = (
     "ok",
     "parse_error",
@@ -27,6 +31,9 @@ JUDGE_OUTCOMES = (
     "rate_limited",
     "server_error",
     "connection_error",
+    "auth_error",
+    "not_found",
+    "request_rejected",
     "circuit_open",
     "budget_exhausted",
 )
@@ -35,7 +42,8 @@ JUDGE_OUTCOMES = (
 @dataclass(frozen=True, slots=True)
 class JudgeRequest:
     metric: str
-    """Metric id (or a combined group id) the call is made for: the token-accounting key."""
+    """Metric id, or the id of a shared call (``combined_rubrics``): names the call in logs and
+    its outcome; token accounting goes by :attr:`token_owners`."""
     system: str
     """Fixed instructions: identical across calls of the same metric, so prefix caching applies."""
     user: str
@@ -44,6 +52,14 @@ class JudgeRequest:
     json_schema: Mapping[str, Any]
     """JSON schema of the expected reply object (sent as structured output when supported)."""
     max_output_tokens: int = 400
+    metrics: tuple[str, ...] = ()
+    """Metric ids a shared call answers for (a combined call's metrics); its tokens are split
+    evenly across them in telemetry. Empty: the call is for ``metric`` alone."""
+
+    @property
+    def token_owners(self) -> tuple[str, ...]:
+        """The metric ids the call's tokens are attributed to."""
+        return self.metrics or (self.metric,)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,10 @@ import asyncio
 
 import pytest
 
-from monitor.judge.budget import JudgeBudget, SlidingWindowLimiter, estimate_prompt_tokens
+from monitor.judge.budget import JudgeBudget, SlidingWindowLimiter
 from monitor.judge.telemetry import RecordingJudgeTelemetry
 from monitor.judge.types import JudgeError
-from tests.judge.fakes import FakeClock, make_request
+from tests.judge.fakes import FakeClock
 
 
 def test_limiter_counts_until_a_window_after_the_attempt_finished() -> None:
@@ -104,7 +104,39 @@ async def test_shutdown_cuts_a_budget_wait() -> None:
         await budget.acquire(10, clock.now() + 500, wake)
 
 
-def test_prompt_estimate_is_about_four_characters_per_token() -> None:
-    request = make_request()
-    chars = len(request.system) + len(request.user)
-    assert chars // 4 < estimate_prompt_tokens(request) < chars  # schema and framing included
+async def test_wait_mode_without_a_wait_limit_waits_up_to_the_deadline() -> None:
+    """The default (no max_budget_wait_seconds): a call that fits before its deadline waits,
+    even a whole window, instead of being shed as in-flight grants make the wait look long."""
+    clock, telemetry = FakeClock(), RecordingJudgeTelemetry()
+    budget = make_budget(clock, telemetry, max_wait_seconds=None)
+    wake = asyncio.Event()
+    held = [await budget.acquire(10, clock.now() + 90, wake) for _ in range(2)]
+    clock.advance(1)
+    for permit in held:
+        permit.finish()
+    start = clock.now()
+    await budget.acquire(10, start + 90, wake)
+    assert clock.now() - start == pytest.approx(60)
+    assert telemetry.sheds == {}
+
+
+async def test_a_cancelled_permit_gives_everything_back() -> None:
+    clock, telemetry = FakeClock(), RecordingJudgeTelemetry()
+    budget = make_budget(clock, telemetry, tokens_per_minute=100)
+    wake = asyncio.Event()
+    (await budget.acquire(60, clock.now() + 500, wake)).cancel()
+    start = clock.now()
+    (await budget.acquire(60, clock.now() + 500, wake)).finish()
+    (await budget.acquire(1, clock.now() + 500, wake)).finish()  # the first request's slot is free too
+    assert clock.now() == start
+
+
+async def test_a_permit_finished_without_usage_keeps_its_reservation() -> None:
+    """What the client does for a 429/5xx/timeout: the server may have counted the request."""
+    clock, telemetry = FakeClock(), RecordingJudgeTelemetry()
+    budget = make_budget(clock, telemetry, requests_per_minute=None, tokens_per_minute=100)
+    wake = asyncio.Event()
+    (await budget.acquire(70, clock.now() + 500, wake)).finish(None)
+    start = clock.now()
+    await budget.acquire(70, clock.now() + 500, wake)
+    assert clock.now() - start == pytest.approx(60)

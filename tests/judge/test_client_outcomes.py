@@ -18,6 +18,7 @@ from tests.support.judge_server import (
     reply,
     reply_json,
     server_error,
+    status,
     unused_base_url,
 )
 
@@ -121,13 +122,26 @@ async def test_429_honours_retry_after_ms(server: JudgeServer, make_client: Clie
     assert second - first >= 0.25
 
 
-async def test_persistent_429_is_rate_limited(server: JudgeServer, make_client: ClientFactory) -> None:
+async def test_persistent_429_is_ridden_out_until_the_deadline(server: JudgeServer,
+                                                               make_client: ClientFactory) -> None:
+    """A 429 is not an error to give up on after max_retries: the call keeps its turn until its
+    deadline, spaced by a pause that grows while the rate limit lasts; the breaker stays shut."""
     server.default = rate_limited(retry_after=0.01)
-    async with make_client(max_retries=2) as (client, telemetry):
+    loop = asyncio.get_running_loop()
+    async with make_client(max_retries=0, deadline_seconds=1.5, backoff_initial_seconds=0.1,
+                           backoff_max_seconds=0.4,
+                           circuit_breaker={"failure_threshold": 2, "open_seconds": 30}) as (client, telemetry):
+        started = loop.time()
         error = await expect_failure(client, "rate_limited")
-    assert len(server.requests) == 3
-    assert error.usage.calls == 3
+        assert loop.time() - started <= 1.5 + 0.05
+        assert client.circuit_state == "closed"
+    arrivals = server.arrivals()
+    assert 3 <= len(arrivals) <= 9
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    assert gaps[-1] >= 0.2 > gaps[0] - 0.05  # the pause doubled from 0.05-0.1 s towards 0.4 s
+    assert error.usage.calls == len(arrivals)
     assert telemetry.outcomes == {"rate_limited": 1}
+    assert telemetry.circuit_states == []
 
 
 async def test_retry_after_beyond_deadline_fails_fast(server: JudgeServer, make_client: ClientFactory) -> None:
@@ -156,12 +170,20 @@ async def test_persistent_5xx_is_server_error(server: JudgeServer, make_client: 
     assert telemetry.outcomes == {"server_error": 1}
 
 
-async def test_permanent_4xx_is_not_retried(server: JudgeServer, make_client: ClientFactory) -> None:
-    from tests.support.judge_server import status
-    server.default = status(401, {"error": {"message": "Incorrect API key provided"}})
-    async with make_client(max_retries=2) as (client, _):
-        await expect_failure(client, "server_error")
-    assert len(server.requests) == 1
+@pytest.mark.parametrize("code, outcome", [
+    (401, "auth_error"), (403, "auth_error"), (404, "not_found"), (400, "request_rejected"),
+    (422, "request_rejected"),
+])
+async def test_permanent_4xx_has_its_own_outcome_and_is_not_an_outage(
+        server: JudgeServer, make_client: ClientFactory, code: int, outcome: str) -> None:
+    server.default = status(code, {"error": {"message": "Incorrect API key provided"}})
+    async with make_client(max_retries=2, circuit_breaker={"failure_threshold": 2, "open_seconds": 30}) as (
+            client, telemetry):
+        for _ in range(3):
+            await expect_failure(client, outcome)
+        assert client.circuit_state == "closed"  # a configuration mistake, not an outage
+    assert len(server.requests) == 3  # one request per call: never retried
+    assert telemetry.outcomes == {outcome: 3}
 
 
 async def test_hang_past_timeout_is_timeout(server: JudgeServer, make_client: ClientFactory) -> None:
@@ -206,3 +228,20 @@ async def test_report_invalid_counts_rejections(server: JudgeServer, make_client
             client.report_invalid("groundedness", "ok")
     assert telemetry.outcomes == {"ok": 2}
     assert telemetry.effective_outcomes() == {"ok": 1, "out_of_range": 1}
+
+
+async def test_a_shared_call_splits_its_tokens_across_its_metrics(server: JudgeServer,
+                                                                  make_client: ClientFactory) -> None:
+    """A combined call's tokens land on real metric ids (never on the call's own id), and the
+    per-metric shares add up to what the call used."""
+    from dataclasses import replace
+
+    server.script(reply_json(GOOD, prompt_tokens=100, completion_tokens=11))
+    request = replace(make_request("combined_rubrics"), metrics=("groundedness", "relevance", "coherence"))
+    async with make_client() as (client, telemetry):
+        await client.complete_json(request)
+    assert telemetry.token_counts == {
+        ("groundedness", "prompt"): 34, ("relevance", "prompt"): 33, ("coherence", "prompt"): 33,
+        ("groundedness", "completion"): 4, ("relevance", "completion"): 4, ("coherence", "completion"): 3,
+    }
+    assert telemetry.outcomes_by_metric == {("combined_rubrics", "ok"): 1}

@@ -65,3 +65,27 @@ def test_conflicting_settings_are_rejected() -> None:
         JudgeConfig(timeout_seconds=0)
     with pytest.raises(ValidationError):
         JudgeConfig(on_budget_exhausted="drop")
+
+
+def test_combine_metrics_has_one_switch_and_it_is_not_here() -> None:
+    with pytest.raises(ValidationError, match="evaluation.combine_metrics"):
+        JudgeConfig(combine_metrics=True)  # type: ignore[call-arg]
+
+
+def test_removed_judge_combine_metrics_is_named_when_loading_a_file(tmp_path: Path) -> None:
+    from monitor.config import load_config
+    from monitor.errors import ConfigError
+
+    path = tmp_path / "config.yaml"
+    path.write_text("judge:\n  model: m\n  base_url: http://127.0.0.1:1/v1\n  combine_metrics: true\n")
+    with pytest.raises(ConfigError, match="evaluation.combine_metrics"):
+        load_config(path, environ={})
+
+
+def test_reasoning_settings_are_validated() -> None:
+    assert JudgeConfig().reasoning_model is None
+    assert JudgeConfig().max_budget_wait_seconds is None  # wait mode waits until the deadline
+    with pytest.raises(ValidationError, match="reasoning_effort"):
+        JudgeConfig(reasoning_effort="extreme")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="reasoning_extra_output_tokens"):
+        JudgeConfig(reasoning_extra_output_tokens=-1)

@@ -17,13 +17,17 @@ def status_error(code: int, headers: dict[str, str] | None = None, message: str 
     return cls(message, response=response, body={"error": {"message": message}})
 
 
-@pytest.mark.parametrize("code, outcome, retryable", [
-    (429, "rate_limited", True), (500, "server_error", True), (503, "server_error", True),
-    (408, "timeout", True), (401, "server_error", False), (404, "server_error", False),
+@pytest.mark.parametrize("code, outcome, retryable, outage", [
+    (429, "rate_limited", True, False),  # a rate limit is not an outage
+    (500, "server_error", True, True), (503, "server_error", True, True), (408, "timeout", True, True),
+    (401, "auth_error", False, False), (403, "auth_error", False, False), (404, "not_found", False, False),
+    (400, "request_rejected", False, False), (413, "request_rejected", False, False),
 ])
-def test_status_classification(code: int, outcome: str, retryable: bool) -> None:
+def test_status_classification(code: int, outcome: str, retryable: bool, outage: bool) -> None:
     failure = classify_failure(status_error(code))
-    assert (failure.outcome, failure.retryable, failure.format_rejected) == (outcome, retryable, False)
+    assert (failure.outcome, failure.retryable, failure.outage) == (outcome, retryable, outage)
+    assert not failure.format_rejected and not failure.params_rejected
+    assert failure.reached
 
 
 def test_response_format_rejection_is_flagged() -> None:
@@ -32,12 +36,27 @@ def test_response_format_rejection_is_flagged() -> None:
     assert not classify_failure(status_error(400, message="context length exceeded")).format_rejected
 
 
+@pytest.mark.parametrize("message, param", [
+    ("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' "
+     "instead.", "max_tokens"),
+    ("Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is "
+     "supported.", "temperature"),
+])
+def test_reasoning_parameter_rejection_is_flagged(message: str, param: str) -> None:
+    response = httpx2.Response(400, request=REQUEST)
+    body = {"message": message, "type": "invalid_request_error", "param": param, "code": "unsupported_parameter"}
+    failure = classify_failure(openai.BadRequestError(message, response=response, body=body))
+    assert failure.params_rejected and failure.outcome == "request_rejected"
+
+
 def test_timeouts_and_connection_errors() -> None:
     assert classify_failure(TimeoutError()).outcome == "timeout"
     assert classify_failure(openai.APITimeoutError(request=REQUEST)).outcome == "timeout"
     refused = openai.APITimeoutError(request=REQUEST)
     refused.__cause__ = ConnectionRefusedError(111, "refused")  # how the aiohttp transport reports it
     assert classify_failure(refused).outcome == "connection_error"
+    assert not classify_failure(refused).reached  # refused: the budget is refunded
+    assert all(classify_failure(e).outage for e in (TimeoutError(), refused))
     assert classify_failure(openai.APIConnectionError(request=REQUEST)).outcome == "connection_error"
 
 
