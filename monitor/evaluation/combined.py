@@ -139,8 +139,9 @@ class CombinedRubricEvaluator:
         ranges = {m: ((0, 7) if m in self._levels else (1, 5)) for m in included}
         schema = object_schema({"reason": REASON_FIELD, **{m: _sub_score_field(*ranges[m]) for m in included}})
         ordered = [blocks[i.value] for i in Input if i.value in blocks]
-        request = build_request(
-            COMBINED_CALL_ID, self._system, ordered, schema, task=f"Score: {', '.join(included)}."
+        request = replace(  # tokens are split across the metrics judged (JudgeRequest.metrics)
+            build_request(COMBINED_CALL_ID, self._system, ordered, schema, task=f"Score: {', '.join(included)}."),
+            metrics=tuple(included),
         )
         info = {**details, "judge_call": COMBINED_CALL_ID}
         reply = await ask_raw(self._judge, request)

@@ -9,7 +9,7 @@ the configured metrics need. Every configured chunk metric is built into one eva
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from monitor.evaluation.inputs import Input, Missing, document_blocks, gather
@@ -130,9 +130,10 @@ class ChunkJudgementEvaluator:
                 return self._skip_all(missing.reason)
         assert not isinstance(texts, Missing) and not isinstance(docs, Missing)
         blocks, details = docs
-        request = build_request(
-            CALL_ID, self._system, (*texts.blocks, *blocks), chunk_schema(self.fields, len(blocks)),
-            max_output_tokens=40 + 20 * len(blocks),
+        request = replace(  # tokens are split across the metrics computed (JudgeRequest.metrics)
+            build_request(CALL_ID, self._system, (*texts.blocks, *blocks), chunk_schema(self.fields, len(blocks)),
+                          max_output_tokens=40 + 20 * len(blocks)),
+            metrics=self.metric_ids,
         )
         verdict = await ask(self._judge, request, lambda data: parse_chunk_reply(data, self.fields, len(blocks)))
         if isinstance(verdict, Failure):
