@@ -1,0 +1,54 @@
+"""``rag-monitor eval`` rides out a 429 storm: every row scored, at most two requests per
+evaluation. Before, the breaker opened in the first wave and every row ended rate_limited or
+circuit_open within two seconds. The CLI runs as a process against the scripted judge on
+127.0.0.1 with default judge settings (max_concurrency 4, deadline 90 s)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from aiohttp import web
+
+from tests.support.judge_server import Behaviour, JudgeServer, RecordedRequest, rate_limited, schema_reply
+from tests.test_eval_cli import run_eval, table_row
+
+ROWS = 12
+STORM_SECONDS = 2.5
+
+
+def storm(seconds: float) -> Behaviour:
+    """429 with ``Retry-After: 1`` for ``seconds`` after the first request, then valid replies."""
+    throttled, served = rate_limited(retry_after=1), schema_reply({"groundedness": 4})
+    started: list[float] = []
+
+    async def behave(server: JudgeServer, request: web.Request, rec: RecordedRequest) -> web.StreamResponse:
+        started.append(started[0] if started else rec.arrived_at)
+        during = rec.arrived_at - started[0] < seconds
+        return await (throttled if during else served)(server, request, rec)
+
+    return behave
+
+
+async def test_eval_finishes_through_a_429_storm(tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"question": f"Question {i}: is the tent waterproof?",
+                                        "context": "The Alpine tent is waterproof.",
+                                        "answer": "Yes, it is."}) + "\n" for i in range(ROWS)))
+    out = tmp_path / "out.jsonl"
+    async with JudgeServer(default=storm(STORM_SECONDS)) as server:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        code, stdout, stderr = await run_eval(str(data), "--judge-base-url", server.base_url,
+                                              "--judge-model", "judge-model", "--metrics", "groundedness",
+                                              "--out", str(out))
+        elapsed = loop.time() - started
+    assert code == 0, stderr
+    row = table_row(stdout, "groundedness")
+    assert (row["n"], row["errors"], row["mean"]) == (str(ROWS), "0", "4.000"), stdout
+    assert "judge calls: ok 12" in stdout
+    sent = len(server.requests)
+    assert sent <= 2 * ROWS, f"{sent} requests for {ROWS} evaluations"
+    assert elapsed < STORM_SECONDS + 15
+    assert all(s["outcome"] == "pass" for r in map(json.loads, out.read_text().splitlines()) for s in r["scores"])
