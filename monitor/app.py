@@ -30,6 +30,9 @@ from monitor.admin import AdminServer
 from monitor.assembly.assembler import Assembler
 from monitor.assembly.conversations import ConversationSink, ConversationTracker
 from monitor.config import MonitorConfig, is_loopback
+from monitor.content_safety.backend import service_metric_ids
+from monitor.content_safety.client import ContentSafetyClient
+from monitor.content_safety.telemetry import ServiceTelemetry
 from monitor.evaluation.registry import build_evaluators
 from monitor.evaluation.stage import EvaluationStage
 from monitor.interfaces import ResultConsumer
@@ -125,6 +128,7 @@ class Sidecar:
         self.admin: AdminServer | None = None
         self.forwarder: Forwarder | None = None
         self.judge: JudgeClient | None = None
+        self.content_safety: ContentSafetyClient | None = None
         self.evaluation: EvaluationStage | None = None
         self.store: ResultStore | None = None
         self.jsonl: JsonlSink | None = None
@@ -147,6 +151,10 @@ class Sidecar:
         judge_telemetry = (TeeJudgeTelemetry(self.judge_telemetry, self.otlp_metrics)
                            if self.otlp_metrics else self.judge_telemetry)
         self.judge = JudgeClient(cfg.judge, telemetry=judge_telemetry) if cfg.judge.enabled else None
+        self.content_safety = (ContentSafetyClient(cfg.evaluation.content_safety,
+                                                   telemetry=ServiceTelemetry(judge_telemetry))
+                               if cfg.evaluation.content_safety is not None and service_metric_ids(cfg.evaluation)
+                               else None)
         sampler = build_sampler(cfg.sampling, time.monotonic, self.sampling_telemetry)
         sampling = SamplingStage(sampler, max_conversations=cfg.sampling.max_conversations,
                                  telemetry=self.sampling_telemetry)
@@ -155,7 +163,7 @@ class Sidecar:
         sinks = tuple(c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events)
                       if c is not None)
         self.evaluation = EvaluationStage(
-            sampling, build_evaluators(cfg.evaluation, self.judge),
+            sampling, build_evaluators(cfg.evaluation, self.judge, content_safety=self.content_safety),
             (self.results, self.rolling, *sinks, *self._extra_consumers),
             self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=self.store,
             max_queue_bytes=cfg.evaluation.max_queue_bytes)
@@ -190,8 +198,8 @@ class Sidecar:
         self.registry.register(self._collector)
         # Downstream first: the store before the admin server that queries it.
         return [c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events, self.admin,
-                            self.judge, self.evaluation, self.conversations, self.assembler, self.forwarder,
-                            self.grpc, self.http) if c is not None]
+                            self.judge, self.content_safety, self.evaluation, self.conversations, self.assembler,
+                            self.forwarder, self.grpc, self.http) if c is not None]
 
     async def _refill_windows(self, store: ResultStore) -> None:
         # After a restart the rolling windows would read "no data" for up to an hour; the

@@ -32,6 +32,8 @@ import click
 from pydantic import ValidationError
 
 from monitor.config import MonitorConfig
+from monitor.content_safety.backend import service_metric_ids
+from monitor.content_safety.client import ContentSafetyClient
 from monitor.errors import ConfigError
 from monitor.eval_report import MetricSummary, fail_under_failures, parse_fail_under, render_table, row_record, summarise
 from monitor.eval_rows import Dataset, EvalRow, read_dataset
@@ -194,7 +196,10 @@ async def _run_async(dataset: Dataset, evaluation: EvaluationConfig, judge_cfg: 
     async with contextlib.AsyncExitStack() as stack:
         if judge is not None:
             await stack.enter_async_context(judge)
-        evaluators = build_evaluators(evaluation, judge)
+        service = None
+        if evaluation.content_safety is not None and service_metric_ids(evaluation):
+            service = await stack.enter_async_context(ContentSafetyClient(evaluation.content_safety, telemetry=telemetry))
+        evaluators = build_evaluators(evaluation, judge, content_safety=service)
         if not evaluators:
             raise ConfigError("nothing to evaluate: every selected metric needs the judge")
 
@@ -237,12 +242,13 @@ def run(config: MonitorConfig, request: EvalRequest, environ: Mapping[str, str] 
     if dataset.ignored_keys:
         click.echo("ignoring unknown keys: " + ", ".join(f"{k} ({n} rows)" for k, n in dataset.ignored_keys.items()),
                    err=True)
-    notice = _judge_notice(judge_cfg, metric_ids)
+    on_service = service_metric_ids(evaluation)  # scored by Azure AI Content Safety: no judge needed
+    notice = _judge_notice(judge_cfg, [m for m in metric_ids if m not in on_service])
     if notice:
         click.echo(notice, err=True)
     if notice:
         registry = default_registry()
-        metric_ids = [m for m in metric_ids if registry.get(m).tier != "judge"]
+        metric_ids = [m for m in metric_ids if registry.get(m).tier != "judge" or m in on_service]
     concurrency = request.concurrency or judge_cfg.max_concurrency
     telemetry = RecordingJudgeTelemetry()
     started = time.monotonic()

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from monitor.comparison.report import ComparisonReport, compare, gate_failures, parse_fail_over, render_text, report_json
 from monitor.comparison.verdicts import RowVerdicts, row_verdicts
 from monitor.config import MonitorConfig
+from monitor.content_safety.backend import service_metric_ids
 from monitor.content_safety.client import ContentSafetyClient
 from monitor.errors import ConfigError
 from monitor.eval_rows import Dataset, read_dataset
@@ -99,11 +100,11 @@ def _judge(base: JudgeConfig, request: CompareRequest, environ: Mapping[str, str
 
 async def _score(datasets: Sequence[Dataset], evaluation: EvaluationConfig, judge_cfg: JudgeConfig,
                  concurrency: int, categories: Sequence[str]) -> list[list[RowVerdicts]]:
-    backends = {o.backend for o in evaluation.resolve_options(default_registry()).values()}
+    needs_judge = any(m not in service_metric_ids(evaluation) for m in categories)
     async with contextlib.AsyncExitStack() as stack:
-        judge = await stack.enter_async_context(JudgeClient(judge_cfg)) if "judge" in backends else None
+        judge = await stack.enter_async_context(JudgeClient(judge_cfg)) if needs_judge else None
         service = None
-        if evaluation.content_safety is not None and backends - {"judge"}:
+        if evaluation.content_safety is not None and service_metric_ids(evaluation):
             service = await stack.enter_async_context(ContentSafetyClient(evaluation.content_safety))
         evaluators = build_evaluators(evaluation, judge, content_safety=service)
         rows = [row for d in datasets for row in d.rows]

@@ -7,7 +7,7 @@ severity level, aggregation, outcomes) stays the metric's own.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from monitor.content_safety.config import BACKEND, SERVICE_METRICS
 from monitor.content_safety.evaluators import (
@@ -18,7 +18,10 @@ from monitor.content_safety.evaluators import (
 )
 from monitor.interfaces import Evaluator
 
-__all__ = ["BACKEND", "SERVICE_METRICS", "build_service_evaluators"]
+if TYPE_CHECKING:
+    from monitor.evaluation.config import EvaluationConfig
+
+__all__ = ["BACKEND", "SERVICE_METRICS", "build_service_evaluators", "service_metric_ids"]
 
 
 def build_service_evaluators(levels: Mapping[str, int], thresholds: Mapping[str, float],
@@ -32,3 +35,8 @@ def build_service_evaluators(levels: Mapping[str, int], thresholds: Mapping[str,
     if "groundedness" in thresholds:
         built.append(ServiceGroundednessEvaluator(service, thresholds["groundedness"]))
     return tuple(built)
+
+
+def service_metric_ids(config: "EvaluationConfig") -> frozenset[str]:
+    """The metrics ``config`` puts on Azure AI Content Safety (they need no LLM judge)."""
+    return frozenset(e.id for e in config.entries() if e.backend == BACKEND)
