@@ -8,7 +8,7 @@ and is scored by the service. Needs the ``azure`` extra (``pip install 'rag-moni
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Coroutine, Literal, Mapping, Sequence, TypeVar
 
 from pydantic import ValidationError
 
@@ -18,6 +18,8 @@ from rag_monitor.judge import config_error_message
 from rag_monitor.service import ServiceHandle
 
 __all__ = ["ContentSafety"]
+
+T = TypeVar("T")
 
 
 class ContentSafety:
@@ -65,6 +67,10 @@ class ContentSafety:
     async def detect_groundedness(self, text: str, sources: Sequence[str], query: str | None) -> GroundednessVerdict:
         """``text:detectGroundedness`` on the service's loop (the evaluators' contract)."""
         return await self._service.call(lambda client: client.detect_groundedness(text, sources, query))
+
+    def run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the service's loop, blocking the caller (what sync ``score()`` uses)."""
+        return self._service.run_blocking(coro)
 
     def close(self) -> None:
         """Finish in-flight calls, close the client. Safe twice."""

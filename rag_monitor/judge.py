@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Coroutine, Literal, Mapping, TypeVar
 
 from pydantic import SecretStr, ValidationError
 
@@ -23,6 +23,8 @@ from monitor.judge.types import JudgeReply, JudgeRequest
 from rag_monitor.service import ServiceHandle
 
 __all__ = ["Judge", "JudgeStats", "config_error_message"]
+
+T = TypeVar("T")
 
 
 def config_error_message(section: str, exc: ValidationError) -> str:
@@ -121,6 +123,10 @@ class Judge:
     def report_invalid(self, metric: str, outcome: str) -> None:
         """Count a reply the metric's parser rejected (the contract's second method)."""
         self._service.notify(lambda client: client.report_invalid(metric, outcome))
+
+    def run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the judge's loop, blocking the caller (what sync ``score()`` uses)."""
+        return self._service.run_blocking(coro)
 
     def stats(self) -> JudgeStats:
         """Calls by outcome and tokens so far (a snapshot taken on the judge's loop)."""

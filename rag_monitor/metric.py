@@ -10,7 +10,7 @@ computed from and reports only itself.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Coroutine, Sequence, TypeVar
 
 from pydantic import ValidationError
 
@@ -26,7 +26,9 @@ from rag_monitor.judge import Judge, config_error_message
 from rag_monitor.loop_thread import run_blocking
 from rag_monitor.results import MetricResult, conversation_result, result_from_score
 
-__all__ = ["Metric", "entry_for", "build_for", "results_for_row"]
+__all__ = ["Metric", "entry_for", "build_for", "results_for_row", "blocking_runner"]
+
+T = TypeVar("T")
 
 
 def entry_for(metric: "Metric") -> dict[str, Any]:
@@ -52,6 +54,14 @@ def build_for(entries: Sequence[dict[str, Any]], judge: Judge | None, content_sa
         return build_evaluators(config, judge, content_safety=content_safety)
     except MetricConfigError as exc:
         raise ValueError(f"evaluation.{exc}") from None
+
+
+def blocking_runner(judge: Judge | None, content_safety: ContentSafety | None,
+                    ) -> Callable[[Coroutine[Any, Any, T]], T]:
+    """How sync calls run a coroutine: on the service's own loop when there is a service (no
+    event loop created per call), else on a loop of their own."""
+    service = judge or content_safety
+    return service.run_blocking if service is not None else run_blocking
 
 
 def results_for_row(parsed: ParsedInput, turn_scores: Sequence[Sequence[Score]], metric_id: str) -> MetricResult:
@@ -126,9 +136,10 @@ class Metric:
               history: Sequence[ChatMessage] | None = None, messages: Sequence[ChatMessage] | None = None,
               input: str | None = None, output: str | None = None, reference: str | None = None) -> MetricResult:
         """:meth:`ascore` for synchronous code (also inside a notebook's running loop)."""
-        return run_blocking(self.ascore(question=question, answer=answer, context=context, ground_truth=ground_truth,
-                                        system_prompt=system_prompt, history=history, messages=messages,
-                                        input=input, output=output, reference=reference))
+        return blocking_runner(self.judge, self.content_safety)(
+            self.ascore(question=question, answer=answer, context=context, ground_truth=ground_truth,
+                        system_prompt=system_prompt, history=history, messages=messages, input=input,
+                        output=output, reference=reference))
 
     def __repr__(self) -> str:
         options = ", ".join(f"{k}={v!r}" for k, v in self.options.items() if v is not None)

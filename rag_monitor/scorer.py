@@ -25,8 +25,7 @@ from monitor.model import Score
 from rag_monitor.content_safety import ContentSafety
 from rag_monitor.inputs import ChatMessage, Context, ParsedInput, parse_input, parse_row_mapping
 from rag_monitor.judge import Judge
-from rag_monitor.loop_thread import run_blocking
-from rag_monitor.metric import Metric, build_for, entry_for, results_for_row
+from rag_monitor.metric import Metric, blocking_runner, build_for, entry_for, results_for_row
 from rag_monitor.results import MetricResult
 
 __all__ = ["Scorer", "RowResult", "Progress"]
@@ -102,6 +101,7 @@ class Scorer:
         entries = [entry_for(m) for m in metrics] + [{"id": d} for d in needed]
         self._evaluators = build_for(entries, judge, content_safety, combine)
         self._errors = InternalErrors()
+        self._blocking = blocking_runner(judge, content_safety)
 
     async def _turn_scores(self, parsed: ParsedInput) -> list[tuple[Score, ...]]:
         return list(await asyncio.gather(*(evaluate_turn(t, self._evaluators, self._errors) for t in parsed.turns)))
@@ -126,9 +126,9 @@ class Scorer:
               input: str | None = None, output: str | None = None,
               reference: str | None = None) -> dict[str, MetricResult]:
         """:meth:`ascore` for synchronous code."""
-        return run_blocking(self.ascore(question=question, answer=answer, context=context, ground_truth=ground_truth,
-                                        system_prompt=system_prompt, history=history, messages=messages,
-                                        input=input, output=output, reference=reference))
+        return self._blocking(self.ascore(question=question, answer=answer, context=context, ground_truth=ground_truth,
+                                          system_prompt=system_prompt, history=history, messages=messages,
+                                          input=input, output=output, reference=reference))
 
     async def ascore_many(self, rows: Sequence[Mapping[str, Any]], *, concurrency: int = 8,
                           progress: Progress | bool = False) -> list[RowResult]:
@@ -170,7 +170,7 @@ class Scorer:
     def score_many(self, rows: Sequence[Mapping[str, Any]], *, concurrency: int = 8,
                    progress: Progress | bool = False) -> list[RowResult]:
         """:meth:`ascore_many` for synchronous code."""
-        return run_blocking(self.ascore_many(rows, concurrency=concurrency, progress=progress))
+        return self._blocking(self.ascore_many(rows, concurrency=concurrency, progress=progress))
 
 
 def _row_id(row: Mapping[str, Any]) -> str | None:

@@ -10,9 +10,9 @@ or loops use it.
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable, Generic, Protocol, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, Generic, Protocol, TypeVar
 
-from rag_monitor.loop_thread import LoopThread
+from rag_monitor.loop_thread import LoopThread, run_blocking
 
 __all__ = ["AsyncClient", "ServiceHandle"]
 
@@ -62,6 +62,14 @@ class ServiceHandle(Generic[C]):
             return
         client = self._client
         self._loop.loop().call_soon_threadsafe(fn, client)
+
+    def run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the service loop and block the caller: for sync callers this saves
+        creating an event loop per call. After :meth:`close` it runs on a throwaway loop (where
+        the service's calls then fail as closed)."""
+        if self._closed:
+            return run_blocking(coro)
+        return self._loop.run(coro)
 
     def query(self, fn: Callable[[], T]) -> T:
         """``fn()`` on the service loop (where the client's state changes), blocking the caller;
