@@ -86,4 +86,8 @@ def conversation_result(metric: str, turns: Sequence[MetricResult], aggregate: M
     passed = all(graded) if graded else None
     details = {"aggregation": aggregate.method, "turns_ok": aggregate.ok, "turns_error": aggregate.errors,
                "turns_skipped": aggregate.skipped}
-    return MetricResult(metric, aggregate.value, scale, "ok", passed, usage=usage, details=details, turns=tuple(turns))
+    # A worst-turn aggregate carries the worst turn's label (the severity band); a mean has none.
+    label = (next((t.label for t in turns if t.value == aggregate.value), None)
+             if aggregate.method == "max" else None)
+    return MetricResult(metric, aggregate.value, scale, "ok", passed, label=label, usage=usage, details=details,
+                        turns=tuple(turns))
