@@ -59,6 +59,13 @@ class TrendPoint:
     evaluations: int
     defect_rate: float
     mean_score: float
+    # The point's 95% Wilson interval and the sums it was computed from (so that points can be
+    # pooled, e.g. to find where the rate changed). NaN / 0 when nothing was scored.
+    lower: float = math.nan
+    upper: float = math.nan
+    weight: float = 0.0
+    defect_weight: float = 0.0
+    effective_n: float = 0.0
 
 
 def _empty(index: int) -> list[float]:
@@ -203,10 +210,12 @@ class RollingStats:
                 out.append((metric, service, _stats(name, sec, acc)))
         return out
 
-    def trend(self, metric: str, points: int = 60) -> list[TrendPoint]:
-        """Defect rate and mean score over the longest window in ``points`` steps, oldest first."""
-        points = max(1, min(points, self._ring))
-        per = math.ceil(self._ring / points)
+    def trend(self, metric: str, points: int = 60, seconds: float | None = None) -> list[TrendPoint]:
+        """Defect rate (with its interval) and mean score over the last ``seconds`` (default: the
+        longest window) in at most ``points`` equal steps, oldest first."""
+        span = self._ring if seconds is None else max(1, min(self._ring, round(seconds / self.slot_seconds)))
+        per = math.ceil(span / max(1, min(points, span)))
+        points = math.ceil(span / per)
         now_index, snap = self._snapshot()
         first = now_index - per * points + 1
         accs = [_empty(0) for _ in range(points)]
@@ -218,10 +227,22 @@ class RollingStats:
                     _add(accs[int((slot[_IDX] - first) // per)], slot)  # type: ignore[arg-type]
         trend = []
         for i, acc in enumerate(accs):
-            rate = acc[_DW] / acc[_W] if acc[_N] and acc[_W] > 0 else math.nan
-            mean = acc[_SSUM] / acc[_SN] if acc[_SN] else math.nan
-            trend.append(TrendPoint((first + i * per) * self.slot_seconds, int(acc[_N]), rate, mean))
+            s = _stats("", per * self.slot_seconds, acc)
+            trend.append(TrendPoint((first + i * per) * self.slot_seconds, s.evaluations, s.defect_rate,
+                                    s.mean_score, s.lower, s.upper, s.weight, s.defect_weight, s.effective_n))
         return trend
+
+    def data_since(self) -> dict[str, float]:
+        """metric → start (unix s) of the oldest slot with data still in the longest window: how
+        much history the windows really hold (a 1h window 3 minutes after start holds 3 minutes)."""
+        _, snap = self._snapshot()
+        oldest: dict[str, int] = {}
+        for (metric, _service), slots in snap.items():
+            for slot in slots:
+                index = int(slot[_IDX])
+                if index < oldest.get(metric, index + 1):
+                    oldest[metric] = index
+        return {metric: index * self.slot_seconds for metric, index in oldest.items()}
 
     def metrics(self) -> list[str]:
         with self._lock:

@@ -27,8 +27,14 @@ from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
 from exporters.result_store import ResultStore
 from exporters.rolling import RollingCollector, RollingStats
 from monitor.admin import AdminServer
+from monitor.admin.catalogue import metric_catalogue
+from monitor.admin.diagnosis import Setting
+from monitor.admin.health import PipelineStatus
+from monitor.admin.pipeline import PipelineHealth
+from monitor.admin.pipeline_watch import PipelineWatch
 from monitor.assembly.assembler import Assembler
 from monitor.assembly.conversations import ConversationSink, ConversationTracker
+from monitor.assembly.turns import NO_TURN_REASONS
 from monitor.config import MonitorConfig, is_loopback
 from monitor.content_safety.backend import service_metric_ids
 from monitor.content_safety.client import ContentSafetyClient
@@ -44,7 +50,9 @@ from monitor.receivers.ingest import Ingest
 from monitor.receivers.otlp_grpc import OtlpGrpcReceiver
 from monitor.receivers.otlp_http import OtlpHttpReceiver
 
+from monitor.startup import StartupSummary, startup_summary
 from samplers.build import build_sampler
+from samplers.describe import describe_sampling
 from samplers.stage import SamplingStage
 
 __all__ = ["Sidecar", "NullConversationSink", "FanOut", "freeze_startup_heap"]
@@ -126,6 +134,8 @@ class Sidecar:
         self.http: OtlpHttpReceiver | None = None
         self.grpc: OtlpGrpcReceiver | None = None
         self.admin: AdminServer | None = None
+        self.watch: PipelineWatch | None = None
+        self.startup: StartupSummary | None = None
         self.forwarder: Forwarder | None = None
         self.judge: JudgeClient | None = None
         self.content_safety: ContentSafetyClient | None = None
@@ -175,8 +185,15 @@ class Sidecar:
                      if cfg.receivers.http.enabled else None)
         self.grpc = (OtlpGrpcReceiver(cfg.receivers.grpc, ingest, self.telemetry, self.forwarder)
                      if cfg.receivers.grpc.enabled else None)
+        setting = Setting(receiver=f"http://{cfg.receivers.http.host}:{cfg.receivers.http.port}",
+                          judge_enabled=cfg.judge.enabled, sampling=describe_sampling(cfg.sampling),
+                          no_turn_hints=NO_TURN_REASONS)
+        health = PipelineHealth(self.registry, recent_seconds=min(sec for _, sec in self.rolling.windows))
+        pipeline = PipelineStatus(health, setting, lambda: self.startup.lines if self.startup else {})
         self.admin = AdminServer(cfg.admin, self.registry, self.ready,
-                                 summary=self.rolling, store=self.store, telemetry=self.telemetry)
+                                 summary=self.rolling, store=self.store, telemetry=self.telemetry,
+                                 catalogue=metric_catalogue(cfg.evaluation, cfg.judge.enabled), pipeline=pipeline)
+        self.watch = PipelineWatch(self.registry, setting)
         forwarder = self.forwarder
         evaluation = self.evaluation
         queues = {"evaluation": ((lambda: evaluation.queue_depth), cfg.evaluation.queue_size)}
@@ -197,7 +214,7 @@ class Sidecar:
                                               lambda: assembler.pending_bytes)
         self.registry.register(self._collector)
         # Downstream first: the store before the admin server that queries it.
-        return [c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events, self.admin,
+        return [c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events, self.admin, self.watch,
                             self.judge, self.content_safety, self.evaluation, self.conversations, self.assembler,
                             self.forwarder, self.grpc, self.http) if c is not None]
 
@@ -232,6 +249,10 @@ class Sidecar:
             raise
         self._components = components
         self._started = True
+        self.startup = startup_summary(self.config, http_port=self.http.port if self.http else None,
+                                       grpc_port=self.grpc.port if self.grpc else None,
+                                       admin_port=self.admin.port if self.admin else None)
+        self.startup.log(log)
         self._warn_about_exposure()
 
     def _warn_about_exposure(self) -> None:

@@ -19,6 +19,7 @@ import click
 
 from monitor.config import MonitorConfig, load_config
 from monitor.errors import ConfigError, DecodeError, PayloadTooLarge
+from monitor.startup import quiet_http_client_logs
 
 if TYPE_CHECKING:
     from monitor.demo.live_table import TerminalView
@@ -52,6 +53,7 @@ def serve(config_path: str | None) -> None:
     """Run the sidecar: OTLP receivers, assembly, metrics on the admin port."""
     config = _load(config_path)
     logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet_http_client_logs(config.log_level)
     try:
         asyncio.run(_serve(config))
     except OSError as exc:

@@ -6,16 +6,15 @@ Pure functions and protocols, no HTTP: ``monitor.admin`` serves them. The data c
 Endpoints (all ``GET``, all JSON, ``Cache-Control: no-store``; busy: 503 + ``Retry-After``):
 
 ``/api/summary``
-    ``{"generated_at": <unix s>, "windows": [{"name": "5m", "seconds": 300.0}, ...],
-    "trend_window": "1h", "metrics": {<metric>: {"windows": {<window>: W}, "trend": [T, ...]}}}``
+    Rolling defect rates per metric with their scales, trend and causes of skipped and failed
+    evaluations: see :mod:`monitor.admin.summary`.
 
-    W: ``seconds``; ``evaluations`` (scored turns: pass + defect); ``defects``, ``errors``,
-    ``skipped`` (counts); ``weight``, ``defect_weight`` (sums of inverse-probability weights);
-    ``effective_n`` (Kish effective sample size behind the interval); ``defect_rate`` (weighted,
-    0–1); ``lower``/``upper`` (95% Wilson bounds); ``mean`` (mean score on the metric's scale).
-    T (oldest first, over the longest window): ``start`` (unix s), ``evaluations``,
-    ``defect_rate``, ``mean``. Every rate, bound and mean is ``null`` when there is no scored
-    evaluation — never ``0``.
+``/api/pipeline``
+    Pipeline health (no conversation text): see :mod:`monitor.admin.health`.
+
+``/api/turns?metric=&since=&limit=``
+    The worst recent turns, one entry per turn with all its scores and documents: see
+    :mod:`monitor.admin.turns`.
 
 ``/api/evaluations?metric=&outcome=&since=&limit=`` (newest first) and
 ``/api/worst?since=&limit=`` (the worst recent turns; ``since`` defaults to the longest window)
@@ -49,6 +48,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Protocol, Sequence
 
 from exporters.config import parse_duration
+from monitor.admin.summary import SummarySource, TrendPointView, WindowStatsView, summary_document, window_document
 
 __all__ = [
     "WindowStatsView",
@@ -62,6 +62,8 @@ __all__ = [
     "WorstQuery",
     "parse_worst_query",
     "parse_since",
+    "parse_limit",
+    "single_values",
     "AccessDecision",
     "decide_access",
     "summary_document",
@@ -77,57 +79,6 @@ _NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 _DURATION_TEXT = re.compile(r"^[0-9]+[smhd]$")
 _WHOLE = re.compile(r"^[0-9]{1,7}$")
 _LOOPBACK_NAMES = ("localhost",)
-
-
-class WindowStatsView(Protocol):
-    """Rolling statistics of one metric over one window (``exporters.rolling.WindowStats``)."""
-
-    @property
-    def seconds(self) -> float: ...
-    @property
-    def evaluations(self) -> int: ...
-    @property
-    def defects(self) -> int: ...
-    @property
-    def errors(self) -> int: ...
-    @property
-    def skipped(self) -> int: ...
-    @property
-    def weight(self) -> float: ...
-    @property
-    def defect_weight(self) -> float: ...
-    @property
-    def effective_n(self) -> float: ...
-    @property
-    def defect_rate(self) -> float: ...
-    @property
-    def lower(self) -> float: ...
-    @property
-    def upper(self) -> float: ...
-    @property
-    def mean_score(self) -> float: ...
-
-
-class TrendPointView(Protocol):
-    @property
-    def start(self) -> float: ...
-    @property
-    def evaluations(self) -> int: ...
-    @property
-    def defect_rate(self) -> float: ...
-    @property
-    def mean_score(self) -> float: ...
-
-
-class SummarySource(Protocol):
-    """Rolling defect rates (``exporters.rolling.RollingStats``). Thread-safe; called in a thread."""
-
-    @property
-    def windows(self) -> tuple[tuple[str, float], ...]: ...
-
-    def summary(self) -> Mapping[str, Mapping[str, WindowStatsView]]: ...
-
-    def trend(self, metric: str, points: int = 60) -> Sequence[TrendPointView]: ...
 
 
 class StoredEvaluationView(Protocol):
@@ -227,13 +178,13 @@ def parse_since(text: str, now: float) -> float:
     return value
 
 
-def _limit(text: str) -> int:
+def parse_limit(text: str) -> int:
     if not _WHOLE.match(text) or not 1 <= int(text) <= MAX_LIMIT:
         raise QueryError("limit", f"expected a whole number from 1 to {MAX_LIMIT}")
     return int(text)
 
 
-def _single(params: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str]:
+def single_values(params: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str]:
     """The non-empty ``allowed`` parameters; unknown or repeated ones are errors (a typo such as
     ``metrics=`` would otherwise silently widen the query)."""
     values: dict[str, str] = {}
@@ -252,7 +203,7 @@ def _single(params: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str]
 
 def parse_evaluations_query(params: Mapping[str, str], now: float) -> EvaluationsQuery:
     """Validate ``/api/evaluations`` parameters. Raises :class:`QueryError`."""
-    values = _single(params, ("metric", "outcome", "since", "limit"))
+    values = single_values(params, ("metric", "outcome", "since", "limit"))
     metric = values.get("metric")
     if metric is not None and not _METRIC_ID.match(metric):
         raise QueryError("metric", "expected a metric id (letters, digits, _ . : -)")
@@ -260,7 +211,7 @@ def parse_evaluations_query(params: Mapping[str, str], now: float) -> Evaluation
     if outcome is not None and outcome not in OUTCOMES:
         raise QueryError("outcome", f"expected one of {' | '.join(OUTCOMES)}")
     since = parse_since(values["since"], now) if "since" in values else None
-    limit = _limit(values["limit"]) if "limit" in values else 100
+    limit = parse_limit(values["limit"]) if "limit" in values else 100
     return EvaluationsQuery(metric, outcome, since, limit)
 
 
@@ -272,9 +223,9 @@ class WorstQuery:
 
 def parse_worst_query(params: Mapping[str, str], now: float, default_seconds: float) -> WorstQuery:
     """Validate ``/api/worst`` parameters; ``since`` defaults to ``default_seconds`` back from now."""
-    values = _single(params, ("since", "limit"))
+    values = single_values(params, ("since", "limit"))
     since = parse_since(values["since"], now) if "since" in values else now - default_seconds
-    return WorstQuery(since, _limit(values["limit"]) if "limit" in values else 20)
+    return WorstQuery(since, parse_limit(values["limit"]) if "limit" in values else 20)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,32 +290,6 @@ def _finite(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return float(value)
-
-
-def window_document(stats: WindowStatsView) -> dict[str, Any]:
-    """One window's stats as the ``W`` object of ``/api/summary`` (NaN and infinities as null)."""
-    return {
-        "seconds": stats.seconds, "evaluations": stats.evaluations, "defects": stats.defects,
-        "errors": stats.errors, "skipped": stats.skipped, "weight": _finite(stats.weight),
-        "defect_weight": _finite(stats.defect_weight), "effective_n": _finite(stats.effective_n),
-        "defect_rate": _finite(stats.defect_rate), "lower": _finite(stats.lower),
-        "upper": _finite(stats.upper), "mean": _finite(stats.mean_score),
-    }
-
-
-def summary_document(source: SummarySource, now: float, trend_points: int = 60) -> dict[str, Any]:
-    """Build the ``/api/summary`` document. Blocking (reads the rolling counters): run in a thread."""
-    windows = tuple(sorted(source.windows, key=lambda w: w[1]))
-    per_metric = source.summary()
-    metrics: dict[str, Any] = {}
-    for metric in sorted(per_metric):
-        trend = [{"start": p.start, "evaluations": p.evaluations, "defect_rate": _finite(p.defect_rate),
-                  "mean": _finite(p.mean_score)} for p in source.trend(metric, trend_points)]
-        metrics[metric] = {"windows": {name: window_document(stats) for name, stats in per_metric[metric].items()},
-                           "trend": trend}
-    longest = windows[-1][0] if windows else None
-    return {"generated_at": now, "windows": [{"name": n, "seconds": s} for n, s in windows],
-            "trend_window": longest, "metrics": metrics}
 
 
 def _excerpt(text: str, limit: int) -> tuple[str, bool]:

@@ -23,7 +23,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from typing import Awaitable, Callable, Mapping, Sequence
+from typing import Awaitable, Callable, Mapping, Protocol, Sequence
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
@@ -33,18 +33,20 @@ from monitor.admin.api import (
     EvaluationQuery,
     QueryError,
     StoredEvaluationView,
-    SummarySource,
     decide_access,
     encode_json,
     evaluation_item,
     parse_evaluations_query,
     parse_worst_query,
-    summary_document,
 )
+from monitor.admin.catalogue import MetricInfo
+from monitor.admin.health import PipelineStatus
+from monitor.admin.status_page import page_response
+from monitor.admin.summary import ReasonView, SummarySource, summary_document
+from monitor.admin.turns import TurnView, parse_turns_query, turn_item
 from monitor.config import AdminConfig
 from monitor.http_site import start_site
 from monitor.interfaces import Telemetry
-from monitor.admin.status_page import page_response
 
 __all__ = ["AdminServer"]
 
@@ -67,16 +69,28 @@ def _error(status: int, message: str, parameter: str | None = None,
     return _json(encode_json(document), status, headers)
 
 
+class ResultReads(EvaluationQuery, Protocol):
+    """The result store's reads behind ``/api/*`` (``exporters.result_store.ResultStore``)."""
+
+    async def worst_turns(self, *, since: float, metric: str | None = None,
+                          limit: int = 20) -> Sequence[TurnView]: ...
+
+    async def outcome_reasons(self, *, since: float) -> Sequence[ReasonView]: ...
+
+
 class _ApiRoutes:
     """``/api/*``: each route behind ``decide_access`` and a cap on requests in flight (past it:
     503 + Retry-After, counted as ``requests_rejected{transport="admin", reason="busy"}``)."""
 
-    def __init__(self, *, token: str | None, summary: SummarySource | None, store: EvaluationQuery | None,
+    def __init__(self, *, token: str | None, summary: SummarySource | None, store: ResultReads | None,
                  telemetry: Telemetry | None, clock: Callable[[], float], max_in_flight: int = 4,
-                 excerpt_chars: int = 500) -> None:
+                 excerpt_chars: int = 500, catalogue: Mapping[str, MetricInfo] | None = None,
+                 pipeline: PipelineStatus | None = None) -> None:
         self._token = token.encode() if token is not None else None
         self._summary = summary
         self._store = store
+        self._catalogue = catalogue or {}
+        self._pipeline = pipeline
         self._telemetry = telemetry
         self._clock = clock
         self._max_in_flight = max_in_flight
@@ -86,8 +100,14 @@ class _ApiRoutes:
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/api/summary", self._guard(self._summary_route)),
+                web.get("/api/pipeline", self._guard(self._pipeline_route)),
+                web.get("/api/turns", self._guard(self._turns_route)),
                 web.get("/api/evaluations", self._guard(self._evaluations_route)),
                 web.get("/api/worst", self._guard(self._worst_route))]
+
+    def _longest_seconds(self) -> float:
+        windows = self._summary.windows if self._summary is not None else ()
+        return max((seconds for _, seconds in windows), default=3600.0)
 
     def _rejected(self, reason: str) -> None:
         if self._telemetry is not None:
@@ -126,12 +146,48 @@ class _ApiRoutes:
         if source is None:
             return _error(503, "rolling statistics are off: no summary source is wired")
         now = self._clock()
+        reasons: Sequence[ReasonView] = ()
+        if self._store is not None:
+            try:  # the causes of skips and errors are a detail: the rates are served without them
+                reasons = await self._store.outcome_reasons(since=now - self._longest_seconds())
+            except Exception as exc:
+                self._failed("result store", exc)
+        catalogue = self._catalogue
         try:
-            body = await asyncio.to_thread(lambda: encode_json(summary_document(source, now)))
+            body = await asyncio.to_thread(
+                lambda: encode_json(summary_document(source, now, catalogue=catalogue, reasons=reasons)))
         except Exception as exc:
             return self._failed("rolling statistics", exc)
         self._failing.discard("rolling statistics")
         return _json(body)
+
+    async def _pipeline_route(self, request: web.Request) -> web.StreamResponse:
+        pipeline = self._pipeline
+        if pipeline is None:
+            return _error(503, "pipeline health is not wired")
+        try:
+            body = await asyncio.to_thread(lambda: encode_json(pipeline.document()))
+        except Exception as exc:
+            return self._failed("pipeline counters", exc)
+        self._failing.discard("pipeline counters")
+        return _json(body)
+
+    async def _turns_route(self, request: web.Request) -> web.StreamResponse:
+        query = parse_turns_query(request.query, self._clock(), self._longest_seconds())
+        if self._store is None:
+            return _error(503, _STORE_OFF)
+        try:
+            turns = await self._store.worst_turns(since=query.since, metric=query.metric, limit=query.limit)
+        except Exception as exc:
+            return self._failed("result store", exc)
+        self._failing.discard("result store")
+
+        def build() -> bytes:
+            items = [turn_item(t, self._excerpt_chars) for t in turns]
+            return encode_json({"items": items, "count": len(items),
+                                "query": {"metric": query.metric, "since": query.since, "limit": query.limit}})
+
+        return _json(await asyncio.to_thread(build))
 
     async def _evaluations_route(self, request: web.Request) -> web.StreamResponse:
         query = parse_evaluations_query(request.query, self._clock())
@@ -146,9 +202,7 @@ class _ApiRoutes:
                                         "since": query.since, "limit": query.limit})
 
     async def _worst_route(self, request: web.Request) -> web.StreamResponse:
-        windows = self._summary.windows if self._summary is not None else ()
-        longest = max((seconds for _, seconds in windows), default=3600.0)
-        query = parse_worst_query(request.query, self._clock(), longest)
+        query = parse_worst_query(request.query, self._clock(), self._longest_seconds())
         if self._store is None:
             return _error(503, _STORE_OFF)
         try:
@@ -170,20 +224,24 @@ class _ApiRoutes:
 class AdminServer:
     """Component. ``ready`` is a callable so readiness reflects the pipeline's live state.
 
-    ``summary`` (rolling defect rates) and ``store`` (stored evaluations) feed ``/api/*``; either
-    may be None, and then its endpoints answer 503 with a JSON error that the page shows.
+    ``summary`` (rolling defect rates), ``store`` (stored evaluations) and ``pipeline`` (the
+    counters' health) feed ``/api/*``; each may be None, and then its endpoints answer 503 with a
+    JSON error that the page shows. ``catalogue`` describes the configured metrics.
     ``telemetry`` counts refused API requests; ``clock`` (unix seconds) is for tests."""
 
     _BEAT_SECONDS = 1.0
 
     def __init__(self, config: AdminConfig, registry: CollectorRegistry, ready: Callable[[], bool], *,
-                 summary: SummarySource | None = None, store: EvaluationQuery | None = None,
-                 telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time) -> None:
+                 summary: SummarySource | None = None, store: ResultReads | None = None,
+                 telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time,
+                 catalogue: Mapping[str, MetricInfo] | None = None, pipeline: PipelineStatus | None = None) -> None:
         self._config = config
         self._registry = registry
         self._ready = ready
+        self._pipeline = pipeline
         token = config.bearer_token.get_secret_value() if config.bearer_token is not None else None
-        self._api = _ApiRoutes(token=token, summary=summary, store=store, telemetry=telemetry, clock=clock)
+        self._api = _ApiRoutes(token=token, summary=summary, store=store, telemetry=telemetry, clock=clock,
+                               catalogue=catalogue, pipeline=pipeline)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -226,6 +284,18 @@ class AdminServer:
             self._last_beat = time.monotonic()
             await asyncio.sleep(self._BEAT_SECONDS)
 
+    async def _sample_pipeline(self) -> None:
+        """Keep readings of the counters so that "recent" on the page is the last minutes."""
+        pipeline = self._pipeline
+        if pipeline is None:
+            return
+        while True:
+            try:
+                await asyncio.to_thread(pipeline.health.sample)
+            except Exception as exc:  # a collector raising must not end the readings
+                log.debug("reading the pipeline counters failed: %r", exc)
+            await asyncio.sleep(pipeline.health.interval_seconds)
+
     def _serve(self, started: concurrent.futures.Future[int]) -> None:
         """The admin thread: its own loop, serving until ``shutdown`` stops it."""
         loop = asyncio.new_event_loop()
@@ -238,7 +308,10 @@ class AdminServer:
                 started.set_exception(exc)
                 return
             started.set_result(port)
+            sampler = loop.create_task(self._sample_pipeline(), name="admin-pipeline-readings")
             loop.run_forever()
+            sampler.cancel()
+            loop.run_until_complete(asyncio.gather(sampler, return_exceptions=True))
             runner, self._runner = self._runner, None
             if runner is not None:
                 loop.run_until_complete(runner.cleanup())

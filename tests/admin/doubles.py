@@ -4,6 +4,7 @@ page's number formats re-done in Python (JavaScript ``toFixed`` rounds halves up
 from __future__ import annotations
 
 import asyncio
+import threading
 import math
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import Any, AsyncIterator, Sequence
 from prometheus_client import CollectorRegistry
 
 from exporters.result_store import StoredEvaluation
+from exporters.turn_queries import OutcomeReason, StoredDocument, StoredScore, StoredTurn
 from exporters.rolling import TrendPoint as Point  # the name the page and API tests build trends with
 from exporters.rolling import WindowStats
 from exporters.stats import Z_95, wilson_interval
@@ -40,12 +42,27 @@ class FakeSummary:
     stats: dict[str, dict[str, WindowStats]]
     trends: dict[str, list[Point]] = field(default_factory=dict)
     windows: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
+    since: dict[str, float] = field(default_factory=dict)
+    trend_calls: list[tuple[str, int, float | None]] = field(default_factory=list)
 
     def summary(self) -> dict[str, dict[str, WindowStats]]:
         return self.stats
 
-    def trend(self, metric: str, points: int = 60) -> list[Point]:
+    def trend(self, metric: str, points: int = 60, seconds: float | None = None) -> list[Point]:
+        self.trend_calls.append((metric, points, seconds))
         return self.trends.get(metric, [])
+
+    def data_since(self) -> dict[str, float]:
+        return dict(self.since)
+
+
+def point(start: float, evaluations: int, defects: int, mean: float = math.nan) -> Point:
+    """An unweighted trend point with its interval, as the rolling counters compute it."""
+    if not evaluations:
+        return Point(start, 0, math.nan, math.nan)
+    lower, upper = wilson_interval(defects, evaluations, Z_95)
+    return Point(start, evaluations, defects / evaluations, mean, lower, upper, float(evaluations),
+                 float(defects), float(evaluations))
 
 
 def row(id: int, metric: str = "groundedness", outcome: str = "defect", value: float | None = 1.0,
@@ -60,19 +77,26 @@ def row(id: int, metric: str = "groundedness", outcome: str = "defect", value: f
 class FakeStore:
     """Filters like the real store; records the calls; ``gate`` (when set) holds queries open."""
 
-    def __init__(self, rows: Sequence[StoredEvaluation], worst: Sequence[StoredEvaluation] | None = None) -> None:
+    def __init__(self, rows: Sequence[StoredEvaluation], worst: Sequence[StoredEvaluation] | None = None,
+                 turns: Sequence[StoredTurn] = (), reasons: Sequence[OutcomeReason] = ()) -> None:
         self.rows = list(rows)
         self.worst = list(rows if worst is None else worst)
+        self.turns = list(turns)
+        self.reasons = list(reasons)
         self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.gate: asyncio.Event | None = None
+        # The admin server answers on its own thread and loop: the gate is a threading.Event
+        # waited on in a worker thread, and arrivals are signalled into the test's loop.
+        self.gate: threading.Event | None = None
         self.waiting = 0
         self.arrived = asyncio.Event()
+        self._test_loop = asyncio.get_running_loop()
 
     async def _hold(self) -> None:
-        if self.gate is not None:
+        gate = self.gate
+        if gate is not None:
             self.waiting += 1
-            self.arrived.set()
-            await self.gate.wait()
+            self._test_loop.call_soon_threadsafe(self.arrived.set)
+            await asyncio.to_thread(gate.wait, 30)
 
     async def evaluations(self, *, metric: str | None = None, outcome: str | None = None,
                           since: float | None = None, limit: int = 100) -> list[StoredEvaluation]:
@@ -86,6 +110,28 @@ class FakeStore:
         self.calls.append(("worst_recent", {"since": since, "limit": limit}))
         await self._hold()
         return [r for r in self.worst if r.timestamp >= since][:limit]
+
+    async def worst_turns(self, *, since: float, metric: str | None = None, limit: int = 20) -> list[StoredTurn]:
+        self.calls.append(("worst_turns", {"since": since, "metric": metric, "limit": limit}))
+        await self._hold()
+        return [t for t in self.turns if t.timestamp >= since
+                and (metric is None or any(s.metric == metric for s in t.scores))][:limit]
+
+    async def outcome_reasons(self, *, since: float) -> list[OutcomeReason]:
+        self.calls.append(("outcome_reasons", {"since": since}))
+        return list(self.reasons)
+
+
+def stored_turn(rid: int, scores: Sequence[tuple[str, str, float | None, tuple[float, float]]], *,
+                question: str = "How long do refunds take?", answer: str = "Ten weeks.",
+                reason: str | None = "Not supported by the documents.", timestamp: float = NOW - 60,
+                documents: Sequence[StoredDocument] = ()) -> StoredTurn:
+    """A stored turn with ``scores`` as (metric, outcome, value, scale)."""
+    made = tuple(StoredScore(m, o, "ok" if o in ("pass", "defect") else o, v, sc, None,
+                             reason if o == "defect" else None, "JudgeTimeout" if o == "error" else None)
+                 for m, o, v, sc in scores)
+    return StoredTurn(rid, timestamp, f"{rid:032x}", f"{rid:016x}", f"conv-{rid}", "shop", {"route": "/chat"}, 1.0,
+                      "rate_limit", question, answer, int((timestamp - 2) * 1e9), tuple(documents), made)
 
 
 @asynccontextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import json
 import math
 from datetime import datetime, timezone
@@ -129,7 +130,8 @@ def test_summary_document_turns_nan_into_null_and_names_fields():
     json.dumps(doc, allow_nan=False)  # strict JSON: raises on a leaked NaN
     assert doc["generated_at"] == NOW
     assert doc["windows"] == [{"name": "5m", "seconds": 300.0}, {"name": "1h", "seconds": 3600.0}]
-    assert doc["trend_window"] == "1h"
+    assert doc["longest_window"] == "1h"
+    assert doc["trend_window"] == "1h" and doc["trend_seconds"] == 3600.0  # no data_since: the longest
     empty = doc["metrics"]["f1_score"]["windows"]["5m"]
     assert empty["evaluations"] == 0 and empty["errors"] == 2
     assert empty["defect_rate"] is None and empty["lower"] is None and empty["upper"] is None
@@ -138,9 +140,13 @@ def test_summary_document_turns_nan_into_null_and_names_fields():
     assert g["windows"]["5m"]["defect_rate"] == pytest.approx(7 / 40)
     assert g["windows"]["5m"]["lower"] < 7 / 40 < g["windows"]["5m"]["upper"]
     assert g["windows"]["1h"]["mean"] == 4.1
-    assert g["trend"] == [{"start": NOW - 120, "evaluations": 3, "defect_rate": pytest.approx(1 / 3), "mean": 3.0},
-                          {"start": NOW - 60, "evaluations": 0, "defect_rate": None, "mean": None}]
+    assert g["trend"] == [{"start": NOW - 120, "evaluations": 3, "defect_rate": pytest.approx(1 / 3),
+                           "lower": None, "upper": None, "mean": 3.0},
+                          {"start": NOW - 60, "evaluations": 0, "defect_rate": None, "lower": None, "upper": None,
+                           "mean": None}]
     assert doc["metrics"]["f1_score"]["trend"] == []
+    assert g["info"] is None and g["change"] is None and g["data_since"] is None
+    assert g["reasons"] == {"skipped": [], "error": []}
 
 
 def test_evaluation_item_cuts_text_and_keeps_the_ids():
@@ -250,7 +256,7 @@ async def test_loopback_peer_with_a_foreign_host_header_is_refused():
 
 async def test_concurrent_requests_past_the_cap_are_refused_and_counted():
     store = FakeStore([row(1)])
-    store.gate = asyncio.Event()
+    store.gate = threading.Event()
     telemetry = RecordingTelemetry()
     async with admin_server(store=store, telemetry=telemetry) as server:
         held = [asyncio.create_task(get(server.port, "/api/evaluations")) for _ in range(4)]

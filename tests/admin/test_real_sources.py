@@ -22,7 +22,12 @@ async def test_api_serves_the_real_rolling_stats_and_store(tmp_path):
     async with real_sources(tmp_path) as (rolling, store, _clock):
         async with admin_server(summary=rolling, store=store) as server:
             summary = await get(server.port, "/api/summary")
-            assert summary == json.loads(json.dumps(summary_document(rolling, NOW)))
+            reasons = await store.outcome_reasons(since=NOW - 3600)
+            assert summary == json.loads(json.dumps(summary_document(rolling, NOW, reasons=reasons)))
+            assert summary["metrics"]["f1_score"]["reasons"]["error"] == [
+                {"cause": "JudgeTimeout", "count": 1, "example": None}]
+            # Data from 50 minutes back: the trend covers the 1h window.
+            assert summary["trend_window"] == "1h"
             g = summary["metrics"]["groundedness"]["windows"]
             # 5m: the last three results (groundedness 1, 4, 3): one defect, weights 2, 1, 2.
             assert g["5m"]["evaluations"] == 3 and g["5m"]["defects"] == 1
