@@ -1,10 +1,12 @@
 """The status page at ``/`` on the admin server: one static HTML document, no build step.
 
-The page holds no conversation text: its script fetches ``/api/summary`` and ``/api/worst`` (the
-same access rules as any API client) and builds the DOM with ``textContent`` only, so a hostile
+The page holds no conversation text: its script fetches ``/api/summary``, ``/api/pipeline`` and
+``/api/turns`` (the same access rules as any API client) and builds the DOM with ``textContent`` only, so a hostile
 question or judge reason stays text. A token given in the URL fragment (``/#token=…``, never the
 query string: fragments are not sent to servers or logged) is kept in ``sessionStorage``, removed
 from the address bar and sent as ``Authorization: Bearer``; on a 401 the page asks for it.
+``/#metric=<id>`` preselects the worst-turns filter (the page keeps it there as it changes).
+Times are shown in the browser's time zone, named on the page.
 
 The Content-Security-Policy admits only this document's own script and style (by SHA-256 hash)
 and connections to its own origin. Elements carry stable ``data-*`` attributes
@@ -30,7 +32,9 @@ def _asset(name: str) -> str:
 
 # Package files, read once at import: the CSP hashes must match the bytes served.
 _STYLE = _asset("status.css")
-_SCRIPT = _asset("status.js").replace("__REFRESH_MS__", str(REFRESH_SECONDS * 1000))
+# One inline script (one CSP hash) built from small files, in dependency order.
+_SCRIPT_PARTS = ("status_common.js", "status_pipeline.js", "status_metrics.js", "status_turns.js", "status.js")
+_SCRIPT = "\n".join(_asset(name) for name in _SCRIPT_PARTS).replace("__REFRESH_MS__", str(REFRESH_SECONDS * 1000))
 _BODY = _asset("status_body.html")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -79,14 +80,18 @@ class Page:
     console: list[str]  # console messages, uncaught errors and CSP refusals
 
 
-async def dump_dom(url: str, profile: Path, timeout: float = 60.0) -> Page:
-    """Load ``url`` in headless Chromium, let its fetches finish (virtual time), parse the DOM."""
+async def dump_dom(url: str, profile: Path, timeout: float = 60.0, *, time_zone: str | None = None,
+                   screenshot: Path | None = None) -> Page:
+    """Load ``url`` in headless Chromium, let its fetches finish (virtual time), parse the DOM.
+    ``time_zone`` sets the browser's zone (``TZ``); ``screenshot`` also saves a PNG of the page."""
+    env = {**os.environ, **({"TZ": time_zone} if time_zone else {})}
+    shot = [f"--screenshot={screenshot}", "--window-size=1400,2000", "--hide-scrollbars"] if screenshot else []
     proc = await asyncio.create_subprocess_exec(
         CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0",
-        "--dump-dom", url,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        *shot, "--dump-dom", url,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
