@@ -39,6 +39,7 @@ K8S_PREFIX = "io.k8s."
 # (path in MonitorConfig) fields the chart owns or that must come from a Secret.
 REMOVED_CONFIG_FIELDS: tuple[tuple[str, ...], ...] = (
     ("judge", "api_key"),
+    ("evaluation", "content_safety", "api_key"),
     ("receivers", "http", "bearer_token"),
     ("receivers", "http", "host"),
     ("receivers", "http", "port"),
