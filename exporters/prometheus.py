@@ -44,6 +44,7 @@ class PrometheusTelemetry:
         self._store_failed = c["rag_monitor_store_write_failures_total"]
         self._jsonl_failed = c["rag_monitor_jsonl_write_failures_total"]
         self._backlog = c["rag_monitor_backlog_total"]
+        self._redacted = c["rag_monitor_redactions_total"]
         self._truncated = c["rag_monitor_text_truncated_total"]
         self._otlp_metrics = c["rag_monitor_otlp_metrics_requests_total"]
 
@@ -88,6 +89,10 @@ class PrometheusTelemetry:
 
     def backlog(self, event: str, count: int) -> None:
         self._backlog.labels(event).inc(count)
+
+    def redacted(self, kind: str, count: int) -> None:
+        """``monitor.redaction.RedactionTelemetry``: values of ``kind`` replaced in one turn."""
+        self._redacted.labels(kind).inc(count)
 
     def text_truncated(self, count: int) -> None:
         self._truncated.inc(count)

@@ -62,6 +62,10 @@ SELF_TELEMETRY: tuple[Instrument, ...] = (
     Instrument("rag_monitor_otlp_metrics_requests_total",
                "OTLP metrics exports received (not evaluated), by outcome: forwarded (forward.endpoint set) or "
                "discarded.", "counter", ("outcome",)),
+    Instrument("rag_monitor_redactions_total",
+               "Personal-data values replaced by placeholders before text left the process, by kind (email, "
+               "phone, card_number, iban, ip_address, a national id, or a configured pattern's name).",
+               "counter", ("kind",)),
     Instrument("rag_monitor_backlog_total",
                "Evaluation backlog events: deferred (sampled turns left unevaluated at shutdown, kept for the "
                "next start), resumed (loaded at start), not_persisted (evaluated without a durable copy), "

@@ -49,8 +49,11 @@ from monitor.receivers.forward import Forwarder
 from monitor.receivers.ingest import Ingest
 from monitor.receivers.otlp_grpc import OtlpGrpcReceiver
 from monitor.receivers.otlp_http import OtlpHttpReceiver
+from monitor.redaction import Redactor
+from monitor.redaction.sinks import RedactingSink, TextFreeResults
 
 from monitor.startup import StartupSummary, startup_summary
+from samplers.base import conversation_key
 from samplers.build import build_sampler
 from samplers.describe import describe_sampling
 from samplers.stage import SamplingStage
@@ -96,6 +99,12 @@ class FanOut:
     def conversation_closed(self, conversation: Conversation) -> None:
         for sink in self._sinks:
             sink.conversation_closed(conversation)
+
+
+def _known_unsampled(sampling: SamplingStage, turn: Turn) -> bool:
+    """The turn's conversation is already decided *not sampled*: evaluation drops it unread."""
+    decision = sampling.cached(conversation_key(turn))
+    return decision is not None and not decision.sampled
 
 
 # How long past its own deadline a component's shutdown may run before it is cut off (a bug guard:
@@ -172,12 +181,20 @@ class Sidecar:
         self.jsonl = JsonlSink(exp.jsonl, self.telemetry) if exp.jsonl.path else None
         sinks = tuple(c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events)
                       if c is not None)
+        keep_text = cfg.redaction.keep_text
+        if not keep_text:  # scores, ids and labels only in the store, JSONL, events and API
+            sinks = (TextFreeResults(sinks),)
+        backlog = self.store if keep_text else None  # the durable backlog holds turn text
         self.evaluation = EvaluationStage(
             sampling, build_evaluators(cfg.evaluation, self.judge, content_safety=self.content_safety),
             (self.results, self.rolling, *sinks, *self._extra_consumers),
-            self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=self.store,
+            self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=backlog,
             max_queue_bytes=cfg.evaluation.max_queue_bytes)
-        self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)), self.telemetry)
+        # Redaction in front of evaluation: the judge, the backlog and every sink get redacted text.
+        intake = (RedactingSink(Redactor(cfg.redaction, self.telemetry), self.evaluation,
+                                known_unsampled=lambda turn: _known_unsampled(sampling, turn))
+                  if cfg.redaction.enabled else self.evaluation)
+        self.conversations = ConversationTracker(cfg.assembly, FanOut((intake, self._sink)), self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
         self.forwarder = Forwarder(cfg.forward, self.telemetry) if cfg.forward.endpoint else None
         ingest = Ingest(self.assembler, self.telemetry, self._executor, max_chars=cfg.assembly.max_attribute_chars)

@@ -20,6 +20,7 @@ from monitor.assembly.config import AssemblyConfig, AttributeMapping
 from monitor.errors import ConfigError
 from monitor.evaluation.config import EvaluationConfig
 from monitor.judge.config import JudgeConfig
+from monitor.redaction.config import RedactionConfig
 from samplers.config import SamplingConfig
 
 __all__ = [
@@ -134,6 +135,8 @@ class MonitorConfig(_Section):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     exporters: ExportersConfig = Field(default_factory=ExportersConfig)
+    redaction: RedactionConfig = Field(
+        default_factory=RedactionConfig, description="personal data replaced before text leaves the process")
     service_name: str = Field("rag-monitor", description="this process's own service.name")
     shutdown_deadline_seconds: float = Field(10.0, gt=0)
     log_level: str = Field("INFO", pattern="^(DEBUG|INFO|WARNING|ERROR)$")

@@ -24,7 +24,7 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence, TextIO
 
@@ -48,6 +48,7 @@ from monitor.judge.client import JudgeClient
 from monitor.judge.config import JudgeConfig
 from monitor.judge.telemetry import RecordingJudgeTelemetry
 from monitor.model import Score, Turn
+from monitor.redaction import CountingRedactionTelemetry, Redactor
 
 __all__ = ["EvalRequest", "RowOutcome", "EXIT_FAIL_UNDER", "select_metrics", "judge_config",
            "evaluate_rows", "run"]
@@ -238,7 +239,7 @@ def run(config: MonitorConfig, request: EvalRequest, environ: Mapping[str, str] 
     judge_cfg = judge_config(config.judge, request, environ)
     metric_ids = [e.id for e in evaluation.entries()]
     _check_gate(limits, metric_ids, judge_cfg.enabled)
-    dataset = read_dataset(request.data)
+    dataset = _redacted(read_dataset(request.data), config)
     if dataset.ignored_keys:
         click.echo("ignoring unknown keys: " + ", ".join(f"{k} ({n} rows)" for k, n in dataset.ignored_keys.items()),
                    err=True)
@@ -259,6 +260,19 @@ def run(config: MonitorConfig, request: EvalRequest, environ: Mapping[str, str] 
     for reason in failures:
         click.echo(f"fail-under: {reason}", err=True)
     return EXIT_FAIL_UNDER if failures else EXIT_OK
+
+
+def _redacted(dataset: Dataset, config: MonitorConfig) -> Dataset:
+    """``dataset`` with personal data replaced (``redaction`` config) before any judge call, so
+    neither the judge nor ``--out`` sees it; what was replaced is said on stderr."""
+    if not config.redaction.enabled:
+        return dataset
+    counts = CountingRedactionTelemetry()
+    redactor = Redactor(config.redaction, counts)
+    rows = tuple(replace(r, turns=tuple(redactor.redact_turn(t) for t in r.turns)) for r in dataset.rows)
+    if counts.counts:
+        click.echo("redacted: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.counts.items())), err=True)
+    return replace(dataset, rows=rows)
 
 
 def _parse_limits(specs: Sequence[str]) -> dict[str, float]:
