@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 
 from exporters.config import BUILTIN_LABELS, ExportersConfig
 from monitor.assembly.config import AssemblyConfig, AttributeMapping
+from monitor.config_hints import suggest_key, user_loc
 from monitor.errors import ConfigError
 from monitor.evaluation.config import EvaluationConfig
 from monitor.judge.config import JudgeConfig
@@ -169,9 +170,12 @@ class MonitorConfig(_Section):
 def _format_validation_error(exc: ValidationError, origin: Mapping[str, str]) -> str:
     lines = []
     for err in exc.errors():
-        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        key = user_loc(MonitorConfig, err["loc"]) or "(top level)"
         where = f" (from {origin[key]})" if key in origin else ""
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            close = suggest_key(MonitorConfig, err["loc"])
+            msg = f"unknown key; did you mean {close!r}?" if close else "unknown key"
         lines.append(f"{key}{where}: {msg}")
     return "invalid configuration:\n  " + "\n  ".join(lines)
 

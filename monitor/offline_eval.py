@@ -9,8 +9,8 @@ config file; with no judge model/endpoint only the local tier runs (said on stde
 The file is read and validated completely before the first judge call, so a malformed row costs
 nothing. Turns are evaluated by ``concurrency`` workers (default ``judge.max_concurrency``); a
 turn that fails in an unexpected way becomes ``internal_error`` scores and the run goes on.
-Results are written per input row as soon as the row is complete (``--out``); the summary table
-goes to stdout, progress and notices to stderr.
+Results are written per input row, in input order, as soon as the row and every row before it
+are complete (``--out``); the summary table goes to stdout, progress and notices to stderr.
 
 Exit codes (mapped by the CLI): 0 done, 2 configuration/usage/data error, 3 ``--fail-under``.
 """
@@ -40,7 +40,7 @@ from monitor.eval_rows import Dataset, EvalRow, read_dataset
 from monitor.evaluation.config import EvaluationConfig
 from monitor.evaluation.conversation import aggregate_conversation
 from monitor.evaluation.local.jailbreak_attempt import mark_jailbreak_attempt
-from monitor.evaluation.registry import build_evaluators, default_registry
+from monitor.evaluation.registry import MetricConfigError, build_evaluators, default_registry
 from monitor.evaluation.runner import INTERNAL_ERROR, InternalErrors, evaluate_turn
 from monitor.evaluation.scoring import failed
 from monitor.interfaces import Evaluator
@@ -82,7 +82,8 @@ class RowOutcome:
 
 
 def _validation_message(option: str, exc: ValidationError) -> str:
-    parts = [f"{'.'.join(str(p) for p in e['loc']) or option}: {e['msg'].removeprefix('Value error, ')}"
+    # A model-level error has no location: say the option once, not "--metrics: --metrics: ...".
+    parts = [(f"{'.'.join(str(p) for p in e['loc'])}: " if e["loc"] else "") + e["msg"].removeprefix("Value error, ")
              for e in exc.errors()]
     return f"{option}: " + "; ".join(parts)
 
@@ -94,6 +95,13 @@ def select_metrics(config: EvaluationConfig, metrics: Sequence[str] | None) -> E
         return config
     if not metrics:
         raise ConfigError("--metrics: no metric id given")
+    registry = default_registry()
+    for metric in metrics:
+        if metric not in registry:
+            try:
+                registry.get(metric)
+            except MetricConfigError as exc:  # names the id, with a did-you-mean
+                raise ConfigError(f"--metrics: {exc}") from None
     entries = {e.id: e for e in config.entries()}
     data = config.model_dump()
     data["metrics"] = [entries.get(m, m) for m in metrics]
@@ -138,14 +146,22 @@ async def evaluate_rows(rows: Sequence[EvalRow], evaluators: Sequence[Evaluator]
                         on_row: Callable[[RowOutcome], None] = lambda _: None) -> list[RowOutcome]:
     """Evaluate every turn of ``rows`` with at most ``concurrency`` turns in flight.
 
-    ``on_turn`` is called after each turn, ``on_row`` as soon as all turns of a row are done
-    (completion order). Returns the outcomes in input order.
+    ``on_turn`` is called after each turn; ``on_row`` in input order, for each row as soon as it
+    and every row before it are done (so ``--out`` lines match the input lines one to one).
+    Returns the outcomes in input order.
     """
     results: list[list[tuple[Score, ...]]] = [[() for _ in r.turns] for r in rows]
     remaining = [len(r.turns) for r in rows]
     done: list[RowOutcome | None] = [None] * len(rows)
     work = iter([(ri, ti) for ri, r in enumerate(rows) for ti in range(len(r.turns))])
     errors = InternalErrors()
+    next_out = 0
+
+    def release() -> None:
+        nonlocal next_out
+        while next_out < len(rows) and done[next_out] is not None:
+            on_row(done[next_out])  # type: ignore[arg-type]
+            next_out += 1
 
     async def worker() -> None:
         for ri, ti in work:  # one shared iterator: each item is taken by exactly one worker
@@ -154,7 +170,7 @@ async def evaluate_rows(rows: Sequence[EvalRow], evaluators: Sequence[Evaluator]
             remaining[ri] -= 1
             if remaining[ri] == 0:
                 done[ri] = RowOutcome(rows[ri], tuple(results[ri]))
-                on_row(done[ri])
+                release()
 
     workers = max(1, min(concurrency, sum(remaining)))
     async with asyncio.TaskGroup() as group:  # a failing on_row (disk full) stops the others

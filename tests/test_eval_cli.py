@@ -305,3 +305,40 @@ async def test_one_failing_turn_does_not_stop_the_run() -> None:
     assert (broken.status, broken.error_type) == ("error", "internal_error")
     assert all(o.turn_scores[0][0].status == "ok" for i, o in enumerate(outcomes) if i != 3)
     assert evaluator.peak == 4
+
+
+class _SlowFirst:
+    """Earlier rows take longer: completion order is the reverse of input order."""
+
+    metric_ids = ("slow",)
+
+    async def evaluate(self, turn: Turn) -> Sequence[Score]:
+        await asyncio.sleep(0.002 * (20 - int(turn.question[1:])))
+        return [graded("slow", 1.0, (0, 1), False)]
+
+
+async def test_rows_are_handed_out_in_input_order_whatever_finishes_first() -> None:
+    rows = [parse_row({"question": f"q{i}", "answer": "a"}, i + 1) for i in range(20)]
+    written: list[int] = []
+    await evaluate_rows(rows, [_SlowFirst()], 20, on_row=lambda o: written.append(o.row.line))
+    assert written == list(range(1, 21))
+
+
+async def test_out_file_lines_follow_the_input_lines(tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"question": f"What is item {i}?", "answer": f"Item {i} is a thing.",
+                                        "ground_truth": f"Item {i} is a thing."}) + "\n" for i in range(30)))
+    out = tmp_path / "out.jsonl"
+    code, _, stderr = await run_eval(str(data), "--out", str(out), "--concurrency", "8")
+    assert code == 0, stderr
+    assert [json.loads(ln)["line"] for ln in out.read_text().splitlines()] == list(range(1, 31))
+
+
+def test_a_misspelt_metric_gets_a_suggestion_and_one_prefix() -> None:
+    result = CliRunner().invoke(main, ["eval", str(SEED_ROWS), "--metrics", "groundednes"],
+                                env={"RAG_MONITOR_CONFIG": None})
+    assert result.exit_code == 2
+    first = result.output.splitlines()[0]
+    assert first.startswith("rag-monitor eval: --metrics: unknown metric id 'groundednes'; "
+                            "did you mean 'groundedness'?")
+    assert first.count("--metrics") == 1

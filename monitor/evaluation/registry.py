@@ -18,6 +18,7 @@ Three ways a spec becomes an evaluator:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import importlib
 import logging
@@ -173,7 +174,9 @@ class MetricRegistry:
             return self._specs[metric_id]
         except KeyError:
             known = ", ".join(sorted(self._specs))
-            raise MetricConfigError(f"unknown metric id {metric_id!r} (known: {known})") from None
+            close = difflib.get_close_matches(metric_id, self._specs, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise MetricConfigError(f"unknown metric id {metric_id!r}{hint} (known: {known})") from None
 
     def ids(self) -> tuple[str, ...]:
         """Every registered id, sorted."""
