@@ -10,7 +10,7 @@ computed from and reports only itself.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, ClassVar, Coroutine, Sequence, TypeVar
+from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 from pydantic import ValidationError
 
@@ -83,7 +83,8 @@ class Metric:
     this with the id fixed and only the options that metric takes.
     """
 
-    metric_id: ClassVar[str] = ""
+    metric_id: str = ""
+    """The registry id; the named classes set it, ``Metric(id)`` instances carry their own."""
 
     def __init__(self, metric_id: str | None = None, *, judge: Judge | None = None,
                  content_safety: ContentSafety | None = None, threshold: float | None = None,
@@ -91,7 +92,7 @@ class Metric:
         metric_id = metric_id or type(self).metric_id
         if not metric_id:
             raise TypeError("Metric needs a metric id, e.g. Metric('groundedness', judge=judge)")
-        self.metric_id = metric_id  # type: ignore[misc] - an instance may name any registered id
+        self.metric_id = metric_id
         try:
             self.spec: MetricSpec = default_registry().get(metric_id)
         except MetricConfigError as exc:

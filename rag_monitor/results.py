@@ -52,10 +52,14 @@ class MetricResult:
         return None if self.passed is None else not self.passed
 
 
+_STATUSES: dict[str, Status] = {"ok": "ok", "skipped": "skipped", "error": "error"}
+
+
 def _status(raw: str) -> Status:
-    if raw == "ok" or raw == "skipped" or raw == "error":
-        return raw
-    raise ValueError(f"unknown score status {raw!r}")
+    try:
+        return _STATUSES[raw]
+    except KeyError:
+        raise ValueError(f"unknown score status {raw!r}") from None
 
 
 def result_from_score(score: Score) -> MetricResult:

@@ -31,9 +31,10 @@ class RowVerdicts:
 
 def combine(verdicts: Sequence[Verdict]) -> Verdict:
     """The worst-case verdict of several: defect > error > clean > skipped."""
-    for verdict in ("defect", "error", "clean"):
+    worst: tuple[Verdict, ...] = ("defect", "error", "clean")
+    for verdict in worst:
         if verdict in verdicts:
-            return verdict  # type: ignore[return-value]
+            return verdict
     return "skipped"
 
 

@@ -87,7 +87,8 @@ def _sdk_failure(exc: Exception) -> ServiceFailure:
     from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
 
     if isinstance(exc, HttpResponseError) and exc.status_code is not None:
-        headers = dict(exc.response.headers) if exc.response is not None else {}
+        response: Any = exc.response  # azure-core's typing of it omits the headers it carries
+        headers = dict(response.headers) if response is not None else {}
         return _status_failure(exc.status_code, exc.message or str(exc), headers)
     if isinstance(exc, (ServiceRequestError, ServiceResponseError, OSError)):
         return ServiceFailure("connection_error", f"content safety connection failed: {str(exc)[:200]}", True, True)

@@ -129,7 +129,7 @@ def _reason(verdict: GroundednessVerdict) -> str:
 class ServiceGroundednessEvaluator:
     """``groundedness`` from the service's groundedness detection."""
 
-    metric_ids = ("groundedness",)
+    metric_ids: tuple[str, ...] = ("groundedness",)
 
     def __init__(self, service: ContentSafetyService, threshold: float) -> None:
         self._service = service

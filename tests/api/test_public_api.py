@@ -33,7 +33,7 @@ from rag_monitor import (
 )
 from tests.support.judge_server import Behaviour, JudgeServer, RecordedRequest, reply_json, schema_reply, server_error
 
-TENT = {
+TENT: dict[str, Any] = {
     "question": "Which tent is the most waterproof?",
     "context": ["From our product list, the Alpine Explorer tent is the most waterproof."],
     "answer": "The Alpine Explorer Tent is the most waterproof.",

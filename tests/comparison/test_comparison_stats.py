@@ -6,7 +6,7 @@ import pytest
 
 from monitor.comparison.report import HEADLINE, compare, gate_failures, parse_fail_over
 from monitor.comparison.stats import difference, rate
-from monitor.comparison.verdicts import ANY_RISK, RowVerdicts, row_verdicts
+from monitor.comparison.verdicts import ANY_RISK, RowVerdicts, Verdict, row_verdicts
 from monitor.evaluation.scoring import failed, graded, skipped
 from monitor.model import Score
 
@@ -49,7 +49,7 @@ def test_a_row_is_as_bad_as_its_worst_turn_and_errors_are_not_clean() -> None:
     assert none.verdicts[ANY_RISK] == "skipped"
 
 
-def rows(verdicts: list[str], ids: bool = True) -> list[RowVerdicts]:
+def rows(verdicts: list[Verdict], ids: bool = True) -> list[RowVerdicts]:
     return [RowVerdicts(f"k{i}", f"id{i}" if ids else None, {"violence": v, ANY_RISK: v}) for i, v in enumerate(verdicts)]
 
 

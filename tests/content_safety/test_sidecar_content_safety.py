@@ -52,6 +52,7 @@ async def test_the_sidecar_scores_severities_on_content_safety() -> None:
                           result_consumers=[results])
         await sidecar.start()
         try:
+            assert sidecar.http is not None
             provider = provider_with(OTLPSpanExporter(endpoint=f"http://127.0.0.1:{sidecar.http.port}/v1/traces"))
             emit_genai_turn(provider, "conv-0", "How do I settle this?", "Go fight them.")
             emit_genai_turn(provider, "conv-1", "How do I pitch a tent?", "Stake the corners.")
