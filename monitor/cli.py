@@ -108,10 +108,11 @@ async def _serve(config: MonitorConfig) -> None:
 @click.option("--admin-port", type=click.IntRange(0, 65535), default=None,
               help="Status page, /api and /metrics port (default: admin.port, 9464; 0 = any free port).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the scripted traffic.")
-@click.option("--linger", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="SECONDS",
-              help="With --duration: keep the admin server up this long after the final summary.")
+@click.option("--linger", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="With --duration: keep the status page up this long after the final summary "
+                   "(default: until Ctrl-C on a terminal, 0 otherwise).")
 def demo(config_path: str | None, duration: float | None, rate: float, regression_at: float | None,
-         admin_port: int | None, seed: int, linger: float) -> None:
+         admin_port: int | None, seed: int, linger: float | None) -> None:
     """Run the sidecar with a sample RAG app sending it traffic, and inject a regression midway.
 
     A live table shows each metric's rolling defect rate; the status page is on the admin port.
@@ -129,6 +130,8 @@ def demo(config_path: str | None, duration: float | None, rate: float, regressio
     # The live table is the demo's output; the sidecar's INFO lines would scroll it away.
     level = base.log_level if "log_level" in base.model_fields_set else "WARNING"
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if linger is None:  # a person at a terminal opens the page after the run; a script wants the exit
+        linger = None if sys.stdin.isatty() and sys.stdout.isatty() else 0.0
     options = DemoOptions(duration_seconds=duration, rate_per_second=rate, regression_at_seconds=regression_at,
                           seed=seed, linger_seconds=linger, refresh_seconds=1.0 if sys.stdout.isatty() else 5.0,
                           freeze_heap=True)

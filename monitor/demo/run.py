@@ -5,7 +5,8 @@ result consumer that tallies outcomes before/after the regression); start the tr
 its OTLP/HTTP port; redraw the table until ``--duration`` passes or ``stop`` is set (a signal);
 stop the traffic and flush its spans; wait, with a bound, until every sent turn has been
 evaluated; print the final table and the ``FINAL-SUMMARY-JSON`` line; with ``--duration``, keep
-the admin server up ``--linger`` seconds so its ``/api/summary`` can be compared; shut down.
+the admin server up ``--linger`` seconds (on a terminal, by default, until Ctrl-C) so the status
+page can still be opened; shut down.
 When interrupted, the drain and the shutdown share ``shutdown_deadline_seconds``.
 """
 
@@ -37,7 +38,7 @@ class DemoOptions:
     rate_per_second: float = 5.0
     regression_at_seconds: float | None = None  # None: a third of the duration, or 60 s
     seed: int = 1
-    linger_seconds: float = 0.0
+    linger_seconds: float | None = 0.0  # after a --duration run; None: until a stop signal
     refresh_seconds: float = 1.0
     freeze_heap: bool = False  # the CLI sets it: process-wide, like serve (see monitor.app)
 
@@ -160,8 +161,14 @@ class _Run:
         return document
 
     async def linger(self) -> None:
+        """After a --duration run, keep the status page (and the API) up: for ``linger_seconds``,
+        or until Ctrl-C when that is None (the CLI's default on a terminal)."""
         seconds = self.options.linger_seconds
-        if self.stop.is_set() or self.options.duration_seconds is None or seconds <= 0:
+        if self.stop.is_set() or self.options.duration_seconds is None or (seconds is not None and seconds <= 0):
+            return
+        if seconds is None:
+            await _say(self.view, [f"traffic done; the status page stays up until Ctrl-C: {self.admin_url}"])
+            await self.stop.wait()
             return
         await _say(self.view, [f"admin server stays up {seconds:g}s more: {self.admin_url}"])
         try:

@@ -1,9 +1,9 @@
 """The demo's configuration: the user's (defaults + ``-c`` file + env) with a few explicit changes.
 
 Each change is returned as a line the demo prints at start, so nobody wonders why the demo
-evaluates every turn while their ``serve`` samples 10%:
+evaluates every turn while their ``serve`` caps the rate:
 
-* ``sampling.policies`` → one probabilistic policy at rate 1.0: every turn is evaluated;
+* ``sampling.policies`` → ``[{type: always}]``: every conversation is evaluated;
 * ``exporters.labels`` gains ``route`` and ``model``, ``assembly.mapping.labels.route`` reads
   ``http.route`` (unless mapped already), ``assembly.mapping.ground_truth`` reads the sample
   app's reference-answer attribute;
@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from monitor.config import AssemblyConfig, MonitorConfig, ReceiversConfig
 from monitor.demo.rag_app import REFERENCE_ATTRIBUTE
 from monitor.errors import ConfigError
-from samplers.config import ProbabilisticConfig, SamplingConfig
+from samplers.config import AlwaysConfig, SamplingConfig
 
 __all__ = ["DEMO_LABELS", "MAX_DECISION_WAIT_SECONDS", "demo_config"]
 
@@ -72,8 +72,8 @@ def demo_config(base: MonitorConfig, *, admin_port: int | None, scratch_dir: Pat
     """``base`` adjusted for the demo, and one line per adjustment. Raises ConfigError."""
     notes: list[str] = []
     sampling = SamplingConfig(salt=base.sampling.salt, max_conversations=base.sampling.max_conversations,
-                              policies=[ProbabilisticConfig(type="probabilistic", rate=1.0, name="demo_every_turn")])
-    notes.append("sampling.policies = [probabilistic rate 1.0] (every turn is evaluated)")
+                              policies=[AlwaysConfig(type="always", name="demo_every_turn")])
+    notes.append("sampling.policies = [{type: always}] (every conversation is evaluated)")
     exporters = base.exporters
     labels = list(exporters.labels) + [name for name in DEMO_LABELS if name not in exporters.labels]
     if labels != list(exporters.labels):

@@ -61,3 +61,36 @@ async def test_a_stop_mid_run_drains_reports_and_says_interrupted(tmp_path) -> N
     assert outcome.final["turns_not_evaluated"] == 0
     assert outcome.final["traffic"]["turns"] == outcome.final["turns_evaluated"] > 0
     assert "admin server stays up" not in out.getvalue()
+
+
+async def test_the_status_page_outlives_a_timed_run_until_a_stop(tmp_path) -> None:
+    """``--duration`` then no ``--linger``: on a terminal the page stays up until Ctrl-C."""
+    import aiohttp
+
+    stop = asyncio.Event()
+    out = io.StringIO()
+    lingering = asyncio.Event()
+
+    class Watch(TerminalView):
+        def message(self, lines):  # called from a worker thread
+            super().message(lines)
+            if any("stays up until Ctrl-C" in line for line in lines):
+                loop.call_soon_threadsafe(lingering.set)
+
+    loop = asyncio.get_running_loop()
+    config = _config(tmp_path)
+    run = asyncio.create_task(run_demo(config, DemoOptions(duration_seconds=2, rate_per_second=10,
+                                                           refresh_seconds=0.5, linger_seconds=None),
+                                       stop=stop, view=Watch(out, live=False)))
+    await asyncio.wait_for(lingering.wait(), 60)
+    admin = [ln for ln in out.getvalue().splitlines() if ln.startswith("status page")][0].split()[-1]
+    async with aiohttp.ClientSession() as session:
+        async with session.get(admin + "api/summary") as r:  # served after the final summary
+            assert r.status == 200 and (await r.json())["metrics"]
+        await asyncio.sleep(1.0)
+        assert not run.done()
+        async with session.get(admin) as r:
+            assert r.status == 200
+    stop.set()
+    outcome = await asyncio.wait_for(run, 30)
+    assert outcome.final["turns_evaluated"] > 0

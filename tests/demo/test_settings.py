@@ -12,7 +12,8 @@ from monitor.errors import ConfigError
 
 def test_defaults_get_every_demo_adjustment(tmp_path) -> None:
     config, notes = demo_config(load_config(None, {}), admin_port=0, scratch_dir=tmp_path)
-    assert [(p.type, p.rate) for p in config.sampling.policies] == [("probabilistic", 1.0)]  # type: ignore[union-attr]
+    assert [(p.type, p.rules, p.policy_name) for p in config.sampling.policies] == [  # type: ignore[union-attr]
+        ("always", [], "demo_every_turn")]
     assert config.exporters.labels == ["route", "model"]
     assert config.assembly.mapping.labels == {"route": "http.route"}
     assert config.assembly.mapping.ground_truth == [REFERENCE_ATTRIBUTE]
