@@ -1,11 +1,11 @@
 """The online evaluation stage: sample each conversation, queue its sampled turns, evaluate.
 
-``turn_added`` runs on the event loop and never waits: it flags jailbreak attempts (cheap
-patterns), asks the sampling stage for the conversation's decision and enqueues sampled turns
-into a bounded queue (full → dropped and counted). Workers evaluate with the configured
-evaluators (local tier + judge tier) and hand each :class:`EvaluationResult`, carrying the
-Horvitz–Thompson weight of the decision, to every result consumer. Judge token usage goes back to
-the sampler so budget policies learn the cost of a turn.
+``turn_added`` runs on the event loop and never waits: it flags jailbreak attempts (the local
+detector: bounded, a few milliseconds at most), asks the sampling stage for the conversation's
+decision and enqueues sampled turns into a bounded queue (full → dropped and counted). Workers
+evaluate with the configured evaluators (local tier + judge tier) and hand each
+:class:`EvaluationResult`, carrying the Horvitz–Thompson weight of the decision, to every result
+consumer. Judge token usage goes back to the sampler so budget policies learn the cost of a turn.
 
 With a :class:`Backlog` (the result store), every enqueued turn is also made durable and leaves
 the backlog when its result is stored; at shutdown what the deadline cuts off stays there
@@ -19,7 +19,7 @@ import asyncio
 import logging
 from typing import Protocol, Sequence
 
-from monitor.evaluation.local.jailbreak_attempt import mark_jailbreak_attempt
+from monitor.evaluation.local.jailbreak_attempt import jailbreak_marker
 from monitor.evaluation.runner import InternalErrors, evaluate_turn
 from monitor.interfaces import Evaluator, ResultConsumer, Telemetry
 from monitor.model import Conversation, EvaluationResult, SamplingDecision, Turn
@@ -69,6 +69,9 @@ class EvaluationStage:
         self._in_flight = 0
         self._sampling = sampling
         self._evaluators = tuple(evaluators)
+        # The configured detector when local_jailbreak_attempt runs, so the flag uses its threshold
+        # and the evaluator reuses this verdict instead of scoring the question again.
+        self._mark_jailbreak = jailbreak_marker(self._evaluators)
         self._consumers = tuple(consumers)
         self._telemetry = telemetry
         self._queue: asyncio.Queue[tuple[Turn, SamplingDecision]] = asyncio.Queue(maxsize=queue_size)
@@ -84,7 +87,7 @@ class EvaluationStage:
     def turn_added(self, conversation: Conversation, turn: Turn) -> None:
         if not self._accepting or not self._evaluators:
             return
-        turn = mark_jailbreak_attempt(turn)
+        turn = self._mark_jailbreak(turn)
         decision = self._sampling.decide(turn)
         if not decision.sampled:
             return

@@ -1,214 +1,171 @@
-"""``local_jailbreak_attempt``: does the user turn look like an attempt to jailbreak the assistant?
+"""``local_jailbreak_attempt``: how likely is the user turn an attempt to jailbreak the assistant?
 
-A pattern detector (no LLM) over the question: instruction overrides ("ignore previous
-instructions"), known persona templates (DAN and its relatives), "developer mode" style
-switches, role-play escapes, prompt-leak requests, chat-template tokens smuggled into the text,
-and obfuscation (base64 blobs, invisible characters, "decode this" hints).
+A learned detector (no LLM): the question is folded (NFKC, look-alike letters, leetspeak,
+spaced letters, invisible and tag characters; :mod:`monitor.evaluation.local.normalise`), any
+payload hidden in base64/base32/hex/binary/ROT13/reversed text is decoded, and a linear model
+over hashed character and word n-grams plus structural features (role headers, chat-template
+tokens, shouted authority phrases, noise suffixes, disguises undone) gives a calibrated
+probability. The weights ship in the package (``jailbreak/weights.npz``, trained by
+``tools/jailbreak_detector/train.py`` from public data listed in its ``DATA.md``).
 
-Strong patterns flag on their own; weak ones (phrasings that also occur in ordinary requests,
-such as "act as" or "hypothetically") flag only together with another match. The result is a
-flag plus the names of the patterns that matched. :func:`mark_jailbreak_attempt` sets
-``Turn.jailbreak_attempt`` so that judge results can be split by it (the seed's jailbreak
-comparison, made online). The value is an attempt indicator about the user, not a defect of the
-app, but it is reported as one so its rate shows up like every other rate.
+The value is that probability (0-1); the turn is flagged, and the score is a defect, at or above
+the metric's ``threshold`` (default :data:`DEFAULT_THRESHOLD`, chosen at training time for about
+0.5 % false positives on ordinary questions). The value is an attempt indicator about the user,
+not a defect of the app, but it is reported like one so its rate shows up like every other.
+
+Cost: only the first 4 KiB and the last 1 KiB of the question are read, with linear scans only,
+so every turn costs a few milliseconds at most, whatever its length; it runs inline. The
+evaluation stage flags every turn as it arrives (:meth:`JailbreakDetector.mark`); the
+evaluator then reuses that verdict (a small bounded memo by trace id) instead of scoring the
+question a second time.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
-import re
-import unicodedata
+import functools
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
-from monitor.evaluation.local.offload import run_cpu_bound
+from monitor.evaluation.local.jailbreak.model import Weights, load_weights, score_text
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
 from monitor.model import Score, Turn
 
 __all__ = [
     "METRIC_ID",
-    "PATTERNS",
+    "DEFAULT_THRESHOLD",
     "JailbreakDetection",
+    "JailbreakDetector",
+    "default_detector",
     "detect_jailbreak_attempt",
     "mark_jailbreak_attempt",
+    "jailbreak_marker",
     "JailbreakAttemptEvaluator",
     "register",
 ]
 
 METRIC_ID = "local_jailbreak_attempt"
 SCALE = (0.0, 1.0)
-
-
-@dataclass(frozen=True, slots=True)
-class Pattern:
-    name: str
-    regex: re.Pattern[str]
-    strong: bool = True
-
-
-def _p(name: str, regex: str, strong: bool = True) -> Pattern:
-    return Pattern(name, re.compile(regex, re.IGNORECASE), strong)
-
-
-_RULES = (
-    r"(instructions?|rules|prompts?|directions|guidelines|directives|programming|constraints"
-    r"|policies|restrictions)"
-)
-PATTERNS: tuple[Pattern, ...] = (
-    _p(
-        "ignore_instructions",
-        r"\b(ignore|disregard|forget|override|bypass|skip|drop|abandon)\b.{0,25}"
-        r"\b(all|any|every|previous|prior|above|earlier|preceding|initial|original|system|your)\b.{0,20}\b"
-        + _RULES,
-    ),
-    _p(
-        "new_instructions",
-        r"\b(new|updated|real|true)\s+(system\s+)?(instructions|rules|directives)\s*(:|are|follow)"
-        r"|\byour\s+new\s+(task|role|purpose|instructions)\b",
-    ),
-    _p("dan_template", r"\bdo anything now\b|(?-i:\bDAN\b)|\b(better|anti)-?dan\b|\bjailbr(oken|eak)\b"),
-    _p(
-        "persona_template",
-        r"\b(STAN|DUDE|AIM|Mongo Tom)\b.{0,60}\b(mode|persona|character|stands for|always)\b"
-        r"|\balways intelligent and machiavellian\b|\bevil (confidant|assistant|twin)\b|\bopposite mode\b",
-    ),
-    _p(
-        "developer_mode",
-        r"\b(developer|dev|god|sudo|admin|debug|unrestricted|unfiltered)\s+mode\s+(enabled|activated|output)\b"
-        r"|\b(you are|you're|you will|act|simulate|pretend|behave)\b.{0,30}"
-        r"\b(developer|god|sudo|jailbreak|unrestricted|unfiltered)\s+mode\b"
-        r"|\b(enable|enter|activate|switch to)\s+(god|jailbreak|unrestricted|unfiltered|dan)\s+mode\b",
-    ),
-    # "developer mode" alone is also a phone setting: weak unless something else matches.
-    _p("mode_switch", r"\b(developer|god|jailbreak|unrestricted|unfiltered)\s+mode\b", strong=False),
-    _p(
-        "no_restrictions",
-        r"\b(without|no|free (of|from)|not bound by|unbound by|released from|liberated from)\s+(any\s+)?"
-        r"(ethical\s+|moral\s+|content\s+)?"
-        r"(restrictions|filters|limitations|censorship|guidelines|rules|morals|ethics|policies)\b",
-    ),
-    _p(
-        "role_play_escape",
-        r"\byou are no longer\b|\b(stay|remain) in character\b|\bbreak(ing)? character\b"
-        r"|\bfrom now on,?\s+you (are|will|must)\b",
-    ),
-    _p(
-        "prompt_leak",
-        r"\b(reveal|show|print|repeat|output|display|leak|dump|tell me|what (is|are|was|were))\b.{0,20}"
-        r"\b(your|the)\s+(full\s+|exact\s+|hidden\s+|initial\s+|original\s+|secret\s+)*"
-        r"(system\s+prompt|system\s+message|initial\s+prompt|hidden\s+prompt|pre-?prompt|instructions you were given)\b"
-        r"|\brepeat (the|all|everything)( words| text)? above\b",
-    ),
-    _p(
-        "chat_template_tokens",
-        r"<\|im_(start|end)\|>|\[/?INST\]|<</?SYS>>|<\|(system|user|assistant|endoftext)\|>"
-        r"|^\s*#{2,}\s*(system|instruction)s?\b",
-    ),
-    _p(
-        "obfuscation_hint",
-        r"\b(base64|rot13|rot-13|hex[- ]?encoded|caesar cipher|morse code|leetspeak)\b.{0,40}"
-        r"\b(decode|decoded|decrypt|translate|respond|answer|follow|execute)\b"
-        r"|\b(decode|decrypt)\b.{0,30}\b(then|and)\s+(follow|execute|do|answer|obey)\b",
-        strong=False,
-    ),
-    _p(
-        "persona_request",
-        r"\b(act|behave|respond|roleplay|role-play)\s+as\b|\bpretend (to be|you are|you're)\b|\bimagine you are\b",
-        strong=False,
-    ),
-    _p(
-        "hypothetical_framing",
-        r"\bhypothetical(ly)?\b|\bfor (purely )?(educational|research|academic) purposes\b"
-        r"|\bin a (fictional|fiction|made-up) (story|world|scenario)\b",
-        strong=False,
-    ),
-)
-
-_INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad\u202a-\u202e\u2066-\u2069]")
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
+# The threshold train.py chose (stored in weights.npz too; a test keeps the two together).
+DEFAULT_THRESHOLD = 0.63
+MEMO_SIZE = 4096
 
 
 @dataclass(frozen=True, slots=True)
 class JailbreakDetection:
+    score: float
+    """Calibrated probability that the text is an attempt."""
     flagged: bool
-    patterns: tuple[str, ...]
+    signals: tuple[str, ...]
+    """Structural signals present (e.g. ``leetspeak``, ``encoded_payload``, ``role_headers``)."""
 
 
-def _decoded_text(blob: str) -> str | None:
-    try:
-        raw = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in raw)
-    return raw.decode("ascii", "replace") if len(raw) >= 20 and printable / len(raw) > 0.9 else None
+def _memo_key(turn: Turn) -> tuple[str, int, str, str]:
+    # O(1) whatever the question's length: hashing a megabyte-long question would cost more
+    # than the detector itself.
+    q = turn.question
+    return turn.trace_id, len(q), q[:32], q[-32:]
 
 
-def _match(text: str) -> list[Pattern]:
-    # NFKC folds full-width and other look-alike letters; invisible characters are removed so
-    # "ig\u200bnore" still matches.
-    normalised = " ".join(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).split())
-    return [p for p in PATTERNS if p.regex.search(normalised) or p.regex.search(text)]
+class JailbreakDetector:
+    """Scores questions and remembers the latest verdicts so a turn is scored once."""
+
+    def __init__(self, threshold: float = DEFAULT_THRESHOLD, weights: Weights | None = None,
+                 memo_size: int = MEMO_SIZE) -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"{METRIC_ID}: threshold must be in (0, 1], got {threshold}")
+        self.threshold = threshold
+        self._weights = weights
+        self._memo: OrderedDict[tuple[str, int, str, str], tuple[float, tuple[str, ...]]] = OrderedDict()
+        self._memo_size = memo_size
+
+    def _score(self, text: str) -> tuple[float, tuple[str, ...]]:
+        verdict = score_text(text, self._weights or load_weights())
+        return verdict.probability, verdict.signals
+
+    def detect(self, text: str) -> JailbreakDetection:
+        """The verdict on ``text`` (bounded cost whatever its length)."""
+        score, signals = self._score(text)
+        return JailbreakDetection(score, score >= self.threshold, signals)
+
+    def detection_for(self, turn: Turn) -> JailbreakDetection:
+        """The verdict on the turn's question, from the memo when :meth:`mark` already scored it."""
+        remembered = self._memo.get(_memo_key(turn))
+        if remembered is None:
+            return self._remember(turn, self.detect(turn.question))
+        score, signals = remembered
+        return JailbreakDetection(score, score >= self.threshold, signals)
+
+    def mark(self, turn: Turn) -> Turn:
+        """``turn`` with ``jailbreak_attempt`` set (the same object when unchanged)."""
+        flagged = bool(turn.question.strip()) and self._remember(turn, self.detect(turn.question)).flagged
+        return turn if flagged == turn.jailbreak_attempt else dataclasses.replace(turn, jailbreak_attempt=flagged)
+
+    def _remember(self, turn: Turn, detection: JailbreakDetection) -> JailbreakDetection:
+        key = _memo_key(turn)
+        self._memo[key] = (detection.score, detection.signals)
+        self._memo.move_to_end(key)
+        while len(self._memo) > self._memo_size:
+            self._memo.popitem(last=False)
+        return detection
 
 
-def _structural_matches(text: str) -> tuple[list[str], bool]:
-    """Names of invisible-character and base64 findings, and whether one is strong."""
-    found, strong = [], False
-    if _INVISIBLE.search(text):
-        found.append("invisible_characters")
-    for blob in _BASE64_RUN.finditer(text):
-        decoded = _decoded_text(blob.group())
-        if decoded is None:
-            continue
-        # A text blob is an obfuscation hint; one that decodes to an attack is an attack.
-        if any(p.strong for p in _match(decoded)):
-            found.append("base64_payload")
-            strong = True
-            break
-        if "base64_text" not in found:
-            found.append("base64_text")
-    return found, strong
+@functools.cache
+def default_detector() -> JailbreakDetector:
+    """The detector at the default threshold, shared by the callers that have no config."""
+    return JailbreakDetector()
 
 
 def detect_jailbreak_attempt(text: str) -> JailbreakDetection:
-    """Match ``text`` against :data:`PATTERNS`; flagged on a strong match or on two or more matches."""
-    structural, strong_structural = _structural_matches(text)
-    matched = _match(text)
-    names = tuple([p.name for p in matched] + structural)
-    strong = strong_structural or any(p.strong for p in matched)
-    return JailbreakDetection(flagged=strong or len(names) >= 2, patterns=names)
+    """Score ``text`` with the default detector."""
+    return default_detector().detect(text)
 
 
 def mark_jailbreak_attempt(turn: Turn) -> Turn:
-    """``turn`` with ``jailbreak_attempt`` set from the detector (same object when unchanged)."""
-    flagged = bool(turn.question) and detect_jailbreak_attempt(turn.question).flagged
-    return turn if flagged == turn.jailbreak_attempt else dataclasses.replace(turn, jailbreak_attempt=flagged)
+    """``turn`` with ``jailbreak_attempt`` set by the default detector."""
+    return default_detector().mark(turn)
 
 
 class JailbreakAttemptEvaluator:
-    """Reports the detector's verdict on the question: 1 = attempt, with the matched patterns."""
+    """Reports the detector's probability for the question; defect at the threshold."""
 
     metric_ids = (METRIC_ID,)
 
+    def __init__(self, detector: JailbreakDetector | None = None) -> None:
+        self.detector = detector or default_detector()
+
     async def evaluate(self, turn: Turn) -> Sequence[Score]:
-        """Run the detector (in an executor for long inputs)."""
-        if not turn.question or not turn.question.strip():
+        """Reuse the stage's verdict for this turn (score it when there is none): inline, bounded."""
+        if not turn.question.strip():
             return [skipped(METRIC_ID, SCALE, "no question")]
-        found = await run_cpu_bound(detect_jailbreak_attempt, turn.question, size=len(turn.question))
+        found = self.detector.detection_for(turn)
         label = "attempt" if found.flagged else "none"
-        return [
-            graded(METRIC_ID, float(found.flagged), SCALE, found.flagged, label=label, details={"patterns": list(found.patterns)})
-        ]
+        details = {"threshold": self.detector.threshold, "signals": list(found.signals)}
+        return [graded(METRIC_ID, found.score, SCALE, found.flagged, label=label, details=details)]
+
+
+def jailbreak_marker(evaluators: Iterable[object]) -> Callable[[Turn], Turn]:
+    """The flagging function for a set of evaluators: the configured detector's when
+    ``local_jailbreak_attempt`` is among them (same threshold, shared memo), else the default."""
+    for evaluator in evaluators:
+        if isinstance(evaluator, JailbreakAttemptEvaluator):
+            return evaluator.detector.mark
+    return mark_jailbreak_attempt
 
 
 def register(registry: MetricRegistry) -> None:
     """Add ``local_jailbreak_attempt`` to ``registry``."""
 
     def build(ctx: BuildContext) -> JailbreakAttemptEvaluator:
-        return JailbreakAttemptEvaluator()
+        threshold = ctx.threshold(METRIC_ID)
+        detector = default_detector() if threshold == DEFAULT_THRESHOLD else JailbreakDetector(threshold)
+        return JailbreakAttemptEvaluator(detector)
 
     registry.register(
-        MetricSpec(METRIC_ID, "jailbreak-attempt patterns in the user turn (1 = attempt, no LLM)", "local", SCALE, "max", build=build)
+        MetricSpec(
+            METRIC_ID, "probability that the user turn is a jailbreak / prompt-injection attempt (learned, no LLM)",
+            "local", SCALE, "max", build=build, default_threshold=DEFAULT_THRESHOLD,
+        )
     )

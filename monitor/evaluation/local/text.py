@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["words", "content_words", "STOPWORDS"]
+__all__ = ["words", "content_words", "bounded_view", "STOPWORDS"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -30,3 +30,14 @@ def words(text: str) -> list[str]:
 def content_words(tokens: list[str]) -> list[str]:
     """``tokens`` without stopwords and single letters (single digits are kept: they carry facts)."""
     return [t for t in tokens if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+
+
+def bounded_view(text: str, head: int, tail: int) -> str:
+    """``text`` when short; else its first ``head`` and last ``tail`` characters joined by a newline.
+
+    Every local signal reads through this so its cost has a ceiling whatever arrives: the start
+    of a message carries its framing, the end carries the actual request.
+    """
+    if len(text) <= head + tail:
+        return text
+    return text[:head] + "\n" + text[len(text) - tail:]

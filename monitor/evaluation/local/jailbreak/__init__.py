@@ -1,0 +1,1 @@
+"""The learned jailbreak-attempt detector: features, decoded payloads and the shipped linear model."""

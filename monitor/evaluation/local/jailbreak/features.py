@@ -1,0 +1,139 @@
+"""What the jailbreak-attempt model sees: hashed n-grams of the folded text plus structure.
+
+Sparse part: character 3-, 4- and 5-grams and word 1- and 2-grams of the folded text (see
+:mod:`monitor.evaluation.local.normalise`) and of any payload decoded from it, hashed into
+``2**HASH_BITS`` buckets with a fixed polynomial hash (numpy, vectorised; Python's own ``hash``
+is salted per process, so it cannot be used). Each occurrence weighs ``1/sqrt(n)`` for ``n``
+occurrences in the text, so long and short texts land on one scale.
+
+Dense part (:data:`STRUCTURAL`): what an attack looks like rather than what it says — disguises
+undone by the fold, decoded payloads, chat-template tokens, role/authority headers, shouting,
+noise tokens of adversarial suffixes, length.
+
+Only a bounded view of the text is read (:data:`HEAD_CHARS` from the start and
+:data:`TAIL_CHARS` from the end), so the cost does not grow with the input.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from monitor.evaluation.local.jailbreak.decode import decode_payloads
+from monitor.evaluation.local.normalise import Folded, fold
+from monitor.evaluation.local.text import bounded_view
+
+__all__ = ["HASH_BITS", "HEAD_CHARS", "TAIL_CHARS", "STRUCTURAL", "Features", "extract"]
+
+HASH_BITS = 18
+HEAD_CHARS = 4096
+TAIL_CHARS = 1024
+CHAR_NGRAMS = (3, 4, 5)
+
+STRUCTURAL = (
+    "length", "lines", "upper_share", "symbol_share", "case_flips", "noise_tokens",
+    "invisible", "tag_characters", "confusables", "leetspeak", "spaced_letters",
+    "encoded_payload", "obfuscated_payload", "chat_template_tokens", "role_headers", "caps_phrases",
+)
+
+_PRIME = np.uint64(1_099_511_628_211)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_SHIFT = np.uint64(64 - HASH_BITS)
+
+_UPPER = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LETTERS = _UPPER + _UPPER.lower()
+_SYMBOLS = b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_CASE_FLIP = re.compile("[a-z][A-Z]")
+_NOISE = re.compile(r"[A-Za-z][\\(){}\[\]*<>|^~`]+[A-Za-z]")
+_CHAT_TOKENS = re.compile(r"<\|[A-Za-z_]{2,24}\|>|\[/?INST\]|<</?SYS>>|<start_of_turn>|<end_of_turn>", re.IGNORECASE)
+_ROLE_WORDS = ("system", "admin", "developer", "root", "sudo", "assistant", "user", "human", "instruction",
+               "override", "operator", "security", "important", "dan", "gpt")
+_HEADER_PREFIX = " \t#>*[(<|=-"
+_HEADER_END = frozenset(":]>)|")
+_MAX_HEADER_LINES = 200
+_CAPS_PHRASE = re.compile(r"\b[A-Z]{3,}(?:[ _-]+[A-Z]{3,})+\b")
+_SIGNAL_MIN = {"invisible": 1, "tag_characters": 1, "confusables": 1, "leetspeak": 2, "spaced_letters": 1,
+               "encoded_payload": 1, "obfuscated_payload": 1, "chat_template_tokens": 1, "role_headers": 1,
+               "caps_phrases": 2, "noise_tokens": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """Hashed bucket of every n-gram occurrence, the structural vector and its notable entries."""
+
+    buckets: np.ndarray
+    structural: np.ndarray
+    signals: tuple[str, ...]
+
+
+def _char_buckets(text: str) -> list[np.ndarray]:
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    out = []
+    for n in CHAR_NGRAMS:
+        if len(codes) < n:
+            continue
+        width = len(codes) - n + 1
+        h = np.full(width, np.uint64(n), dtype=np.uint64)
+        for k in range(n):
+            h = h * _PRIME + codes[k:k + width]
+        out.append((h * _MIX) >> _SHIFT)
+    return out
+
+
+def _word_buckets(words: list[str]) -> list[np.ndarray]:
+    if not words:
+        return []
+    ids = np.fromiter((zlib.crc32(w.encode()) for w in words), dtype=np.uint64, count=len(words))
+    unigrams = ((ids + np.uint64(7)) * _MIX) >> _SHIFT
+    bigrams = ((ids[:-1] * _PRIME + ids[1:] + np.uint64(11)) * _MIX) >> _SHIFT
+    return [unigrams, bigrams]
+
+
+def _ascii_count(raw: bytes, chars: bytes) -> int:
+    return len(raw) - len(raw.translate(None, chars))  # C-level: no per-character Python work
+
+
+def _role_headers(view: str) -> int:
+    """Lines that open like a role or authority header: "SYSTEM:", "### Instruction", "[ADMIN]"."""
+    count = 0
+    for line in view.split("\n", _MAX_HEADER_LINES)[:_MAX_HEADER_LINES]:
+        head = line.lstrip(_HEADER_PREFIX)[:32].lower()
+        if head.startswith(_ROLE_WORDS) and any(c in _HEADER_END for c in head):
+            count += 1
+    return count
+
+
+def _structure(raw_length: int, view: str, folded: Folded, decoded_kinds: tuple[str, ...]) -> np.ndarray:
+    raw = view.encode("ascii", "ignore")
+    letters = _ascii_count(raw, _LETTERS) or 1
+    upper = _ascii_count(raw, _UPPER)
+    tokens = max(1, folded.tokens)
+    encoded = sum(k in ("base64", "base32", "hex", "binary") for k in decoded_kinds)
+    values = (
+        math.log1p(raw_length), math.log1p(view.count("\n")), upper / letters,
+        _ascii_count(raw, _SYMBOLS) / max(1, len(view)), len(_CASE_FLIP.findall(view)) / tokens,
+        len(_NOISE.findall(view)), folded.invisible, folded.tags, folded.confusables, folded.leet, folded.spaced,
+        encoded, len(decoded_kinds) - encoded, len(_CHAT_TOKENS.findall(view)), _role_headers(view),
+        len(_CAPS_PHRASE.findall(view)) if upper >= 6 else 0,
+    )
+    return np.array(values, dtype=np.float64)
+
+
+def extract(text: str) -> Features:
+    """Features of ``text`` (reads at most ``HEAD_CHARS + TAIL_CHARS`` characters of it)."""
+    view = bounded_view(text, HEAD_CHARS, TAIL_CHARS)
+    decoded = decode_payloads(view)
+    folded = fold(view)
+    body = folded.text
+    if decoded.texts:
+        body = body + " \n " + fold(" ".join(decoded.texts)).text
+    buckets = _char_buckets(f" {body} ") + _word_buckets(body.split())
+    structural = _structure(len(text), view, folded, decoded.kinds)
+    counts = dict(zip(STRUCTURAL, structural))
+    signals = tuple(name for name, least in _SIGNAL_MIN.items() if counts[name] >= least)
+    all_buckets = np.concatenate(buckets).astype(np.intp) if buckets else np.zeros(0, dtype=np.intp)
+    return Features(all_buckets, np.log1p(structural), signals)

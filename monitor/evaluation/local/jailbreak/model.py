@@ -1,0 +1,116 @@
+"""The shipped linear model: load its weights, score a text, explain the score.
+
+``weights.npz`` (package data, written by ``tools/jailbreak_detector/train.py``) holds one weight
+per hashed n-gram bucket, one per structural feature (with the mean and scale the training data
+had), a bias, and the Platt calibration that turns the margin into a probability. Scoring is a
+gather-and-sum in numpy: no ML framework at run time, nothing downloaded, and the file is read
+once per process (on first use, not at import).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from monitor.evaluation.local.jailbreak.features import HASH_BITS, STRUCTURAL, Features, extract
+
+__all__ = ["WEIGHTS_FILE", "Weights", "Verdict", "load_weights", "score_features", "score_text"]
+
+WEIGHTS_FILE = "weights.npz"
+FORMAT_VERSION = 1
+
+
+class WeightsError(RuntimeError):
+    """The weights file is missing, from another format version, or built for other features."""
+
+
+@dataclass(frozen=True, eq=False)
+class Weights:
+    """A trained model (arrays are read-only)."""
+
+    buckets: np.ndarray
+    structural: np.ndarray
+    structural_mean: np.ndarray
+    structural_scale: np.ndarray
+    bias: float
+    calibration: tuple[float, float]
+    """Platt scaling ``(a, b)``: probability = sigmoid(a * margin + b)."""
+    threshold: float
+    """The probability the training script chose as the default flag threshold."""
+    trained_on: str
+    """A one-line description of the training run (sources, counts, date)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Calibrated probability that the text is a jailbreak or prompt-injection attempt."""
+
+    probability: float
+    signals: tuple[str, ...]
+    """Structural signals present (disguises undone, payloads decoded, role headers...)."""
+
+
+def _array(data: "np.lib.npyio.NpzFile", name: str, shape: tuple[int, ...]) -> np.ndarray:
+    value = np.asarray(data[name], dtype=np.float64 if name != "buckets" else np.float32)
+    if value.shape != shape:
+        raise WeightsError(f"{name}: shape {value.shape}, expected {shape}")
+    value.setflags(write=False)
+    return value
+
+
+def read_weights(path: Path) -> Weights:
+    """Weights from ``path`` (an ``.npz`` written by the training script; no pickles)."""
+    with np.load(path, allow_pickle=False) as data:
+        version = int(data["format_version"])
+        if version != FORMAT_VERSION:
+            raise WeightsError(f"{path.name}: format version {version}, this code reads {FORMAT_VERSION}")
+        n = len(STRUCTURAL)
+        names = tuple(str(s) for s in data["structural_names"])
+        if names != STRUCTURAL:
+            raise WeightsError(f"{path.name}: trained on structural features {names}, code has {STRUCTURAL}")
+        calibration = data["calibration"]
+        return Weights(
+            buckets=_array(data, "buckets", (1 << HASH_BITS,)),
+            structural=_array(data, "structural", (n,)),
+            structural_mean=_array(data, "structural_mean", (n,)),
+            structural_scale=_array(data, "structural_scale", (n,)),
+            bias=float(data["bias"]),
+            calibration=(float(calibration[0]), float(calibration[1])),
+            threshold=float(data["threshold"]),
+            trained_on=str(data["trained_on"]),
+        )
+
+
+@functools.cache
+def load_weights() -> Weights:
+    """The weights shipped in this package (read once per process)."""
+    with resources.as_file(resources.files(__package__).joinpath(WEIGHTS_FILE)) as path:
+        if not path.is_file():
+            raise WeightsError(f"{WEIGHTS_FILE} is missing from {__package__}: reinstall the package")
+        return read_weights(path)
+
+
+def margin(weights: Weights, features: Features) -> float:
+    """The model's raw score (log-odds before calibration)."""
+    n = len(features.buckets)
+    sparse = float(weights.buckets[features.buckets].sum()) / math.sqrt(n) if n else 0.0
+    dense = (features.structural - weights.structural_mean) / weights.structural_scale
+    return weights.bias + sparse + float(dense @ weights.structural)
+
+
+def score_features(weights: Weights, features: Features) -> Verdict:
+    """Calibrated probability for already extracted ``features``."""
+    a, b = weights.calibration
+    z = a * margin(weights, features) + b
+    probability = 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+    return Verdict(probability, features.signals)
+
+
+def score_text(text: str, weights: Weights | None = None) -> Verdict:
+    """Calibrated probability that ``text`` is an attempt (bounded cost whatever its length)."""
+    return score_features(weights or load_weights(), extract(text))

