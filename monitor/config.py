@@ -76,8 +76,25 @@ class GrpcReceiverConfig(_Section):
 class ReceiversConfig(_Section):
     http: HttpReceiverConfig = HttpReceiverConfig()
     grpc: GrpcReceiverConfig = GrpcReceiverConfig()
+    bearer_token: SecretStr | None = Field(
+        None, min_length=1, description="token of both receivers unless each sets its own (one env var in a container)")
     allow_unauthenticated: bool = Field(
         False, description="accept spans on a non-loopback address without a bearer token (logged as a warning)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shared_token(cls, data: Any) -> Any:
+        # The shared token fills in for a receiver that has none of its own.
+        if not isinstance(data, Mapping) or data.get("bearer_token") is None:
+            return data
+        filled = dict(data)
+        for name in ("http", "grpc"):
+            section = filled.get(name)
+            section = dict(section) if isinstance(section, Mapping) else (section.model_dump() if section else {})
+            if section.get("bearer_token") is None:
+                section["bearer_token"] = filled["bearer_token"]
+            filled[name] = section
+        return filled
 
     @model_validator(mode="after")
     def _exposed_receivers_need_a_token(self) -> "ReceiversConfig":
@@ -87,7 +104,8 @@ class ReceiversConfig(_Section):
             if r.enabled and not is_loopback(r.host) and r.bearer_token is None:
                 raise ValueError(
                     f"receivers.{name}.host={r.host!r} is reachable from the network but receivers.{name}.bearer_token "
-                    "is not set: anyone who can reach it could push spans. Set a token, bind 127.0.0.1, or set "
+                    "is not set: anyone who can reach it could push spans. Set a token (receivers.bearer_token for "
+                    "both; env RAG_MONITOR_RECEIVERS__BEARER_TOKEN), bind 127.0.0.1, or set "
                     "receivers.allow_unauthenticated: true")
         return self
 

@@ -40,6 +40,7 @@ K8S_PREFIX = "io.k8s."
 REMOVED_CONFIG_FIELDS: tuple[tuple[str, ...], ...] = (
     ("judge", "api_key"),
     ("evaluation", "content_safety", "api_key"),
+    ("receivers", "bearer_token"),
     ("receivers", "http", "bearer_token"),
     ("receivers", "http", "host"),
     ("receivers", "http", "port"),
