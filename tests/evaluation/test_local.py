@@ -15,7 +15,7 @@ def test_lexical_support_sanity() -> None:
     assert grounded is not None and invented is not None
     assert grounded["value"] == 1.0
     assert invented["value"] < 0.5
-    assert "norway" in invented["unsupported_words"]
+    assert "norway" in invented["unsupported_terms"]
     assert lexical_support("Yes, it is.", context) is None  # nothing but stopwords
 
 
@@ -46,3 +46,34 @@ async def test_offensive_classifier_scores_offensive_text_higher() -> None:
     assert rude.details["worst_sentence_index"] == 1
     (empty,) = await evaluator.evaluate(rag_turn(answer=" "))
     assert empty.status == "skipped"
+
+
+def test_lexical_support_meets_inflections() -> None:
+    context = "The batteries were charged overnight and the tents are tested in storms."
+    support = lexical_support("The battery charges overnight; each tent was tested in a storm.", context)
+    assert support is not None and support["value"] == 1.0
+
+
+def test_lexical_support_reads_scripts_without_spaces() -> None:
+    context = "这款帐篷防水性能很好，重量两公斤。"
+    grounded = lexical_support("这款帐篷防水。", context)
+    invented = lexical_support("这把椅子很便宜。", context)
+    assert grounded is not None and invented is not None
+    assert grounded["value"] == 1.0 and invented["value"] < 0.5
+
+
+def test_a_flipped_negation_keeps_the_score_but_is_counted() -> None:
+    context = "The Alpine Explorer tent is waterproof and weighs 2 kg."
+    flipped = lexical_support("The Alpine Explorer tent is not waterproof.", context)
+    faithful = lexical_support("The Alpine Explorer tent is waterproof.", context)
+    assert flipped is not None and faithful is not None
+    assert flipped["value"] == faithful["value"] == 1.0  # words cannot see meaning: documented
+    assert flipped["negation_flips"] == 1 and faithful["negation_flips"] == 0
+    agreeing = lexical_support("It is not heavy.", "The tent is not heavy at all.")
+    assert agreeing is not None and agreeing["negation_flips"] == 0
+
+
+def test_lexical_support_reads_a_bounded_view() -> None:
+    huge = "tent " * 500_000
+    support = lexical_support(huge, huge)
+    assert support is not None and support["content_terms"] <= 20_480 // 5 + 10

@@ -1,10 +1,21 @@
-"""``local_lexical_groundedness``: share of the answer's content words that occur in the context.
+"""``local_lexical_groundedness``: share of the answer's content terms that occur in the context.
 
-A cheap proxy for the judge's ``groundedness``: no LLM, computed on every sampled turn. It sees
-words, not meaning, so a faithful paraphrase scores lower and a fabricated sentence made of
-context words scores higher; read it as an early-warning trend, not a verdict. A plural "s" is
-tolerated either way. ``details`` adds the support of word bigrams (a stricter signal) and a few
-unsupported words. Context = documents' text, else the system prompt. Defect < 0.5.
+A cheap proxy for the judge's ``groundedness``: no LLM, computed on every sampled turn. Terms are
+stemmed content words ("batteries" meets "battery", "charged" meets "charging") and, for
+scripts written without spaces (Chinese, Japanese, Thai...), character bigrams
+(:func:`monitor.evaluation.local.text.terms`). ``details`` adds the support of term bigrams (a
+stricter signal), a few unsupported terms, and ``negation_flips``.
+
+What it cannot see, by construction: meaning. A faithful paraphrase scores lower and a
+fabricated sentence made of context words scores higher. In particular an answer that flips a
+negation ("the tent is not waterproof" against "the tent is waterproof") keeps its score,
+because every word is in the context; ``negation_flips`` counts answer negations ("not", "no",
+"never", "without"...) in front of a supported term that the context does not negate nearby,
+as a hint to look, not as part of the value. Read the value as an early-warning trend, not a
+verdict. Context = documents' text, else the system prompt. Defect < 0.5.
+
+Bounded: the first 16 KiB and last 4 KiB of the answer, and the first 48 KiB and last 8 KiB of
+the context are read.
 """
 
 from __future__ import annotations
@@ -13,42 +24,67 @@ from typing import Any, Sequence
 
 from monitor.evaluation.inputs import resolve_context
 from monitor.evaluation.local.offload import run_cpu_bound
-from monitor.evaluation.local.text import content_words, words
+from monitor.evaluation.local.text import NEGATIONS, STOPWORDS, bounded_view, stem, terms, words
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
 from monitor.model import Score, Turn
 
-__all__ = ["METRIC_ID", "lexical_support", "LexicalGroundednessEvaluator", "register"]
+__all__ = ["METRIC_ID", "lexical_support", "negation_flips", "LexicalGroundednessEvaluator", "register"]
 
 METRIC_ID = "local_lexical_groundedness"
 SCALE = (0.0, 1.0)
 DEFAULT_THRESHOLD = 0.5
 _MAX_LISTED = 10
+ANSWER_VIEW = (16_384, 4_096)
+CONTEXT_VIEW = (49_152, 8_192)
+_NEGATION_REACH = 3  # a negation governs the next few words
 
 
-def _supported(word: str, vocabulary: set[str]) -> bool:
-    if word in vocabulary:
-        return True
-    return (word.endswith("s") and word[:-1] in vocabulary) or (word + "s") in vocabulary
+def _term(token: str) -> str | None:
+    return None if token in STOPWORDS or token in NEGATIONS or len(token) < 2 else stem(token)
+
+
+def negation_flips(answer: str, context: str) -> int:
+    """Answer negations before a term the context has, where the context does not negate it."""
+    context_tokens = words(context)
+    negated_in_context, present = set(), set()
+    last_negation = -_NEGATION_REACH - 1
+    for i, token in enumerate(context_tokens):
+        if token in NEGATIONS:
+            last_negation = i
+            continue
+        term = _term(token)
+        if term:
+            present.add(term)
+            if i - last_negation <= _NEGATION_REACH:
+                negated_in_context.add(term)
+    flips = 0
+    answer_tokens = words(answer)
+    for i, token in enumerate(answer_tokens):
+        if token in NEGATIONS:
+            following = (_term(w) for w in answer_tokens[i + 1:i + 1 + _NEGATION_REACH])
+            flips += any(t in present and t not in negated_in_context for t in following if t)
+    return flips
 
 
 def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
-    """Unigram and bigram support of ``answer`` by ``context``; None when the answer has no content words."""
-    answer_words, context_words = words(answer), words(context)
-    content = content_words(answer_words)
-    if not content:
+    """Term and term-bigram support of ``answer`` by ``context``; None when the answer has no content terms."""
+    answer, context = bounded_view(answer, *ANSWER_VIEW), bounded_view(context, *CONTEXT_VIEW)
+    answer_terms, context_terms = terms(answer), terms(context)
+    if not answer_terms:
         return None
-    vocabulary = set(context_words)
-    supported = [w for w in content if _supported(w, vocabulary)]
-    unsupported = sorted({w for w in content if not _supported(w, vocabulary)})
-    bigrams = list(zip(answer_words, answer_words[1:]))
-    context_bigrams = set(zip(context_words, context_words[1:]))
+    vocabulary = set(context_terms)
+    supported = sum(t in vocabulary for t in answer_terms)
+    unsupported = sorted({t for t in answer_terms if t not in vocabulary})
+    bigrams = list(zip(answer_terms, answer_terms[1:]))
+    context_bigrams = set(zip(context_terms, context_terms[1:]))
     bigram_support = sum(b in context_bigrams for b in bigrams) / len(bigrams) if bigrams else None
     return {
-        "value": len(supported) / len(content),
-        "content_words": len(content),
+        "value": supported / len(answer_terms),
+        "content_terms": len(answer_terms),
         "bigram_support": bigram_support,
-        "unsupported_words": unsupported[:_MAX_LISTED],
+        "unsupported_terms": unsupported[:_MAX_LISTED],
+        "negation_flips": negation_flips(answer, context),
     }
 
 
@@ -66,7 +102,8 @@ class LexicalGroundednessEvaluator:
         if resolved is None:
             return [skipped(METRIC_ID, SCALE, "no context: no document text and no system prompt")]
         context, source = resolved
-        result = await run_cpu_bound(lexical_support, turn.answer, context, size=len(turn.answer) + len(context))
+        size = min(len(turn.answer), sum(ANSWER_VIEW)) + min(len(context), sum(CONTEXT_VIEW))
+        result = await run_cpu_bound(lexical_support, turn.answer, context, size=size)
         if result is None:
             return [skipped(METRIC_ID, SCALE, "answer has no content words")]
         value = result.pop("value")
@@ -81,7 +118,7 @@ def register(registry: MetricRegistry) -> None:
 
     registry.register(
         MetricSpec(
-            METRIC_ID, "share of answer content words found in the context (no LLM)", "local", SCALE,
-            build=build, default_threshold=DEFAULT_THRESHOLD,
+            METRIC_ID, "share of answer content terms (stemmed; bigrams for spaceless scripts) found in the context (no LLM)",
+            "local", SCALE, build=build, default_threshold=DEFAULT_THRESHOLD,
         )
     )

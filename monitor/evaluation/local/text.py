@@ -1,13 +1,23 @@
-"""Word-level text handling for the lexical local signals."""
+"""Word-level text handling for the lexical local signals.
+
+:func:`terms` is what the lexical signals compare: content words reduced to a light stem
+("batteries" and "battery" meet at "battery", "tested"/"testing" at "test"), and, for scripts
+written without spaces (Chinese, Japanese kana, Thai, Lao, Khmer, Myanmar), overlapping
+character bigrams, which is how their words are usually matched without a dictionary.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
-__all__ = ["words", "content_words", "bounded_view", "STOPWORDS"]
+__all__ = ["words", "content_words", "terms", "stem", "bounded_view", "NEGATIONS", "STOPWORDS"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SPACELESS = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "without", "cannot", "nothing", "neither", "nobody",
+                       "don't", "doesn't", "isn't", "aren't", "wasn't", "weren't", "won't", "can't", "didn't"})
 
 # English function words: they are "supported" by any context and would inflate lexical support.
 STOPWORDS = frozenset(
@@ -41,3 +51,42 @@ def bounded_view(text: str, head: int, tail: int) -> str:
     if len(text) <= head + tail:
         return text
     return text[:head] + "\n" + text[len(text) - tail:]
+
+
+@functools.lru_cache(maxsize=65_536)
+def stem(word: str) -> str:
+    """A light English suffix stripper: plural, -ed and -ing forms meet their base."""
+    base = _strip_suffix(word)
+    # "charge", "charged", "charging" all end as "charg"
+    return base[:-1] if len(base) > 4 and base.endswith("e") and base.isalpha() else base
+
+
+def _strip_suffix(word: str) -> str:
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("ied") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+                base = base[:-1]  # running -> run, stopped -> stop
+            return base
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """Stemmed content words, plus character bigrams for runs of spaceless scripts."""
+    out: list[str] = []
+    for token in words(text):
+        if _SPACELESS.search(token):
+            out.extend(token[i:i + 2] for i in range(max(1, len(token) - 1)))
+        elif token not in STOPWORDS and (len(token) > 1 or token.isdigit()):
+            out.append(stem(token))
+    return out
