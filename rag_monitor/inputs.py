@@ -15,8 +15,9 @@ from typing import Any, Literal, Mapping, Sequence, Union
 from monitor.eval_rows import DatasetError, parse_row
 from monitor.evaluation.local.jailbreak_attempt import mark_jailbreak_attempt
 from monitor.model import Message, Turn
+from monitor.redaction import RedactionConfig, Redactor
 
-__all__ = ["Context", "ChatMessage", "ParsedInput", "parse_input", "parse_row_mapping"]
+__all__ = ["Context", "ChatMessage", "ParsedInput", "parse_input", "parse_row_mapping", "prepared", "redactor_for"]
 
 Context = Union[str, Sequence[Union[str, Mapping[str, Any]]], None]
 """One string (one document), or a list of strings / ``{"content", "id"?, "title"?}`` objects."""
@@ -49,19 +50,26 @@ def _history(raw: Sequence[ChatMessage] | None) -> tuple[Message, ...]:
     return tuple(messages)
 
 
-def parse_row_mapping(row: Mapping[str, Any], line: int = 0) -> ParsedInput:
-    """A data-set row (the ``rag-monitor eval`` JSONL shape) as turns, each marked by the local
-    jailbreak-attempt detector as the sidecar marks them. Raises ValueError naming the key."""
+def prepared(turn: Turn, redactor: Redactor | None) -> Turn:
+    """``turn`` as the sidecar's evaluation stage receives it: personal data replaced (when
+    redacting), then marked by the local jailbreak-attempt detector."""
+    return mark_jailbreak_attempt(redactor.redact_turn(turn) if redactor is not None else turn)
+
+
+def parse_row_mapping(row: Mapping[str, Any], line: int = 0, redactor: Redactor | None = None) -> ParsedInput:
+    """A data-set row (the ``rag-monitor eval`` JSONL shape) as prepared turns (see
+    :func:`prepared`). Raises ValueError naming the key."""
     try:
         parsed = parse_row(row, line)
     except DatasetError as exc:
         raise ValueError(str(exc)) from None
-    return ParsedInput(parsed.kind, tuple(mark_jailbreak_attempt(t) for t in parsed.turns))
+    return ParsedInput(parsed.kind, tuple(prepared(t, redactor) for t in parsed.turns))
 
 
 def parse_input(*, question: str | None, input: str | None, answer: str | None, output: str | None,
                 context: Context, ground_truth: str | None, reference: str | None, system_prompt: str | None,
-                history: Sequence[ChatMessage] | None, messages: Sequence[ChatMessage] | None) -> ParsedInput:
+                history: Sequence[ChatMessage] | None, messages: Sequence[ChatMessage] | None,
+                redactor: Redactor | None = None) -> ParsedInput:
     """The keyword arguments of ``score()`` as turns; raises TypeError/ValueError naming the argument."""
     question = _pick("question", question, "input", input)
     answer = _pick("answer", answer, "output", output)
@@ -74,12 +82,23 @@ def parse_input(*, question: str | None, input: str | None, answer: str | None, 
             raise TypeError(f"messages carries the whole conversation; drop {', '.join(others)}")
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise TypeError("messages: expected a list of message objects")
-        return parse_row_mapping({"messages": list(messages)})
+        return parse_row_mapping({"messages": list(messages)}, redactor=redactor)
     row = {"question": question, "answer": answer, "context": list(context) if isinstance(context, Sequence)
            and not isinstance(context, str) else context, "ground_truth": ground_truth,
            "system_prompt": system_prompt}
-    parsed = parse_row_mapping(row)
     extra = _history(history)
-    if extra:
-        parsed = ParsedInput(parsed.kind, tuple(dataclasses.replace(t, history=extra) for t in parsed.turns))
-    return parsed
+    try:
+        parsed = parse_row(row, 0)
+    except DatasetError as exc:
+        raise ValueError(str(exc)) from None
+    turns = tuple(dataclasses.replace(t, history=extra) for t in parsed.turns) if extra else parsed.turns
+    return ParsedInput(parsed.kind, tuple(prepared(t, redactor) for t in turns))
+
+
+def redactor_for(redact: bool | RedactionConfig) -> Redactor | None:
+    """The redactor of a ``redact`` argument: True = the sidecar's defaults, a
+    :class:`~monitor.redaction.RedactionConfig` = those settings, False = none."""
+    if redact is False:
+        return None
+    config = RedactionConfig() if redact is True else redact
+    return Redactor(config) if config.enabled else None

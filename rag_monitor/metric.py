@@ -21,7 +21,8 @@ from monitor.evaluation.runner import InternalErrors, evaluate_turn
 from monitor.interfaces import Evaluator
 from monitor.model import Score, Turn
 from rag_monitor.content_safety import ContentSafety
-from rag_monitor.inputs import ChatMessage, Context, ParsedInput, parse_input
+from monitor.redaction import RedactionConfig
+from rag_monitor.inputs import ChatMessage, Context, ParsedInput, parse_input, redactor_for
 from rag_monitor.judge import Judge, config_error_message
 from rag_monitor.loop_thread import run_blocking
 from rag_monitor.results import MetricResult, conversation_result, result_from_score
@@ -79,6 +80,10 @@ def results_for_row(parsed: ParsedInput, turn_scores: Sequence[Sequence[Score]],
 class Metric:
     """Any registered metric by id: ``Metric("groundedness", judge=judge)``.
 
+    ``redact`` (default True) replaces personal data (emails, phone and card numbers…) with typed
+    placeholders before any text reaches the metric, as the sidecar does; pass a
+    :class:`~monitor.redaction.RedactionConfig` to tune it or False to send text as it is.
+
     The named classes (:class:`~rag_monitor.Groundedness`, :class:`~rag_monitor.F1Score`…) are
     this with the id fixed and only the options that metric takes.
     """
@@ -88,7 +93,7 @@ class Metric:
 
     def __init__(self, metric_id: str | None = None, *, judge: Judge | None = None,
                  content_safety: ContentSafety | None = None, threshold: float | None = None,
-                 severity_level: int | str | None = None) -> None:
+                 severity_level: int | str | None = None, redact: bool | RedactionConfig = True) -> None:
         metric_id = metric_id or type(self).metric_id
         if not metric_id:
             raise TypeError("Metric needs a metric id, e.g. Metric('groundedness', judge=judge)")
@@ -107,6 +112,7 @@ class Metric:
         entries = [{"id": m} for m in sorted(self.spec.derived_from)] + [entry_for(self)]
         self._evaluators = build_for(entries, judge, content_safety, combine=False)
         self._errors = InternalErrors()
+        self._redactor = redactor_for(redact)
 
     @property
     def scale(self) -> tuple[float, float]:
@@ -129,7 +135,7 @@ class Metric:
         """
         parsed = parse_input(question=question, input=input, answer=answer, output=output, context=context,
                              ground_truth=ground_truth, reference=reference, system_prompt=system_prompt,
-                             history=history, messages=messages)
+                             history=history, messages=messages, redactor=self._redactor)
         return results_for_row(parsed, await self._scores(parsed.turns), self.metric_id)
 
     def score(self, *, question: str | None = None, answer: str | None = None, context: Context = None,

@@ -10,6 +10,7 @@ a :class:`~rag_monitor.Judge`; the severities and :class:`Groundedness` can take
 
 from __future__ import annotations
 
+from monitor.redaction import RedactionConfig
 from rag_monitor.content_safety import ContentSafety
 from rag_monitor.judge import Judge
 from rag_monitor.metric import Metric
@@ -27,32 +28,33 @@ __all__ = [
 class _Judged(Metric):
     """An LLM-judged metric with a defect threshold."""
 
-    def __init__(self, *, judge: Judge | None = None, threshold: float | None = None) -> None:
-        super().__init__(judge=judge, threshold=threshold)
+    def __init__(self, *, judge: Judge | None = None, threshold: float | None = None,
+                 redact: bool | RedactionConfig = True) -> None:
+        super().__init__(judge=judge, threshold=threshold, redact=redact)
 
 
 class _JudgedNoThreshold(Metric):
     """An LLM-judged 0/1 metric (the defect value is fixed)."""
 
-    def __init__(self, *, judge: Judge | None = None) -> None:
-        super().__init__(judge=judge)
+    def __init__(self, *, judge: Judge | None = None, redact: bool | RedactionConfig = True) -> None:
+        super().__init__(judge=judge, redact=redact)
 
 
 class _Severity(Metric):
     """A 0-7 content-risk severity, judged by an LLM or by Azure AI Content Safety."""
 
     def __init__(self, *, judge: Judge | None = None, content_safety: ContentSafety | None = None,
-                 severity_level: int | str | None = None) -> None:
+                 severity_level: int | str | None = None, redact: bool | RedactionConfig = True) -> None:
         if judge is not None and content_safety is not None:
             raise TypeError("give judge or content_safety, not both")
-        super().__init__(judge=judge, content_safety=content_safety, severity_level=severity_level)
+        super().__init__(judge=judge, content_safety=content_safety, severity_level=severity_level, redact=redact)
 
 
 class _Local(Metric):
     """A local metric: no LLM, no network."""
 
-    def __init__(self, *, threshold: float | None = None) -> None:
-        super().__init__(threshold=threshold)
+    def __init__(self, *, threshold: float | None = None, redact: bool | RedactionConfig = True) -> None:
+        super().__init__(threshold=threshold, redact=redact)
 
 
 class Groundedness(Metric):
@@ -62,10 +64,10 @@ class Groundedness(Metric):
     metric_id = "groundedness"
 
     def __init__(self, *, judge: Judge | None = None, content_safety: ContentSafety | None = None,
-                 threshold: float | None = None) -> None:
+                 threshold: float | None = None, redact: bool | RedactionConfig = True) -> None:
         if judge is not None and content_safety is not None:
             raise TypeError("give judge or content_safety, not both")
-        super().__init__(judge=judge, content_safety=content_safety, threshold=threshold)
+        super().__init__(judge=judge, content_safety=content_safety, threshold=threshold, redact=redact)
 
 
 class Relevance(_Judged):
@@ -199,5 +201,5 @@ class JailbreakAttempt(Metric):
 
     metric_id = "local_jailbreak_attempt"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, redact: bool | RedactionConfig = True) -> None:
+        super().__init__(redact=redact)

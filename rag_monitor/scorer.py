@@ -23,7 +23,8 @@ from monitor.evaluation.batch import evaluate_groups
 from monitor.evaluation.runner import InternalErrors, evaluate_turn
 from monitor.model import Score
 from rag_monitor.content_safety import ContentSafety
-from rag_monitor.inputs import ChatMessage, Context, ParsedInput, parse_input, parse_row_mapping
+from monitor.redaction import RedactionConfig
+from rag_monitor.inputs import ChatMessage, Context, ParsedInput, parse_input, parse_row_mapping, redactor_for
 from rag_monitor.judge import Judge
 from rag_monitor.metric import Metric, blocking_runner, build_for, entry_for, results_for_row
 from rag_monitor.results import MetricResult
@@ -85,9 +86,11 @@ def _bar(total: int) -> tuple[Progress, Callable[[], None]]:
 
 class Scorer:
     """``Scorer([Groundedness(judge=j), Relevance(judge=j), F1Score()])``; all metrics that
-    need a judge share one :class:`Judge` (and one :class:`ContentSafety`)."""
+    need a judge share one :class:`Judge` (and one :class:`ContentSafety`). ``redact`` as for a
+    :class:`~rag_monitor.Metric`; the scorer's own setting applies to its rows."""
 
-    def __init__(self, metrics: Sequence[Metric], *, combine: bool = True) -> None:
+    def __init__(self, metrics: Sequence[Metric], *, combine: bool = True,
+                 redact: bool | RedactionConfig = True) -> None:
         if not metrics:
             raise ValueError("a Scorer needs at least one metric")
         ids = [m.metric_id for m in metrics]
@@ -102,6 +105,7 @@ class Scorer:
         self._evaluators = build_for(entries, judge, content_safety, combine)
         self._errors = InternalErrors()
         self._blocking = blocking_runner(judge, content_safety)
+        self._redactor = redactor_for(redact)
 
     async def _turn_scores(self, parsed: ParsedInput) -> list[tuple[Score, ...]]:
         return list(await asyncio.gather(*(evaluate_turn(t, self._evaluators, self._errors) for t in parsed.turns)))
@@ -117,7 +121,7 @@ class Scorer:
         """Every metric on one question/answer (or conversation), by metric id."""
         parsed = parse_input(question=question, input=input, answer=answer, output=output, context=context,
                              ground_truth=ground_truth, reference=reference, system_prompt=system_prompt,
-                             history=history, messages=messages)
+                             history=history, messages=messages, redactor=self._redactor)
         return self._results(parsed, await self._turn_scores(parsed))
 
     def score(self, *, question: str | None = None, answer: str | None = None, context: Context = None,
@@ -143,7 +147,7 @@ class Scorer:
         """The raw per-turn Scores of every row (what :meth:`ascore_many` summarises)."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        parsed = [parse_row_mapping(_normalise_row(r, i), i + 1) for i, r in enumerate(rows)]
+        parsed = [parse_row_mapping(_normalise_row(r, i), i + 1, self._redactor) for i, r in enumerate(rows)]
         close: Callable[[], None] = lambda: None
         report: Progress
         if progress is True:

@@ -3,8 +3,8 @@
 Both files use the ``rag-monitor eval`` row format; ATTACKED is BASELINE with a jailbreak
 injected in the first user turn. The four content-risk metrics (or ``--metrics``, a subset) are
 scored on every turn of both sets with the sidecar's evaluators — the LLM judge, or Azure AI
-Content Safety for metrics whose config says ``backend: azure_content_safety`` — and the
-defect rates are compared (see :mod:`monitor.comparison.report`). Both files are validated
+Content Safety for metrics whose config says ``backend: azure_content_safety`` — after the
+``redaction`` config has replaced personal data, and the defect rates are compared (see :mod:`monitor.comparison.report`). Both files are validated
 before the first call. Exit codes (mapped by the CLI): 0 done, 2 configuration/usage/data
 error, 3 ``--fail-over`` exceeded.
 """
@@ -16,7 +16,7 @@ import contextlib
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -35,6 +35,7 @@ from monitor.evaluation.config import EvaluationConfig
 from monitor.evaluation.registry import MetricConfigError, build_evaluators, default_registry
 from monitor.judge.client import JudgeClient
 from monitor.judge.config import JudgeConfig
+from monitor.redaction import RedactionConfig, Redactor
 
 __all__ = ["CONTENT_RISK_METRICS", "CompareRequest", "EXIT_FAIL_OVER", "run", "risk_evaluation"]
 
@@ -116,6 +117,15 @@ async def _score(datasets: Sequence[Dataset], evaluation: EvaluationConfig, judg
     return [verdicts[:split], verdicts[split:]]
 
 
+def redacted(dataset: Dataset, config: RedactionConfig) -> Dataset:
+    """``dataset`` with personal data replaced before any call, as ``eval`` and the sidecar do."""
+    if not config.enabled:
+        return dataset
+    redactor = Redactor(config)
+    rows = tuple(replace(r, turns=tuple(redactor.redact_turn(t) for t in r.turns)) for r in dataset.rows)
+    return replace(dataset, rows=rows)
+
+
 def compare_files(config: MonitorConfig, request: CompareRequest,
                   environ: Mapping[str, str] | None = None) -> tuple[ComparisonReport, dict[str, float]]:
     """Score both files and compare them; raises ConfigError / DatasetError before any call."""
@@ -132,7 +142,8 @@ def compare_files(config: MonitorConfig, request: CompareRequest,
     if needs_judge and not judge_cfg.enabled:
         raise ConfigError(f"the judge is off (set --judge-base-url and --judge-model, or -c): {', '.join(needs_judge)} "
                           "need it (or backend: azure_content_safety)")
-    datasets = [read_dataset(request.baseline), read_dataset(request.attacked)]
+    datasets = [redacted(read_dataset(request.baseline), config.redaction),
+                redacted(read_dataset(request.attacked), config.redaction)]
     concurrency = request.concurrency or judge_cfg.max_concurrency
     try:
         baseline, attacked = asyncio.run(_score(datasets, evaluation, judge_cfg, concurrency, categories))

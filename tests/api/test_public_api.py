@@ -278,3 +278,14 @@ def test_the_package_is_typed_and_exports_what_it_names() -> None:
     assert len(ids) == 23
     for metric_id in ids:
         Metric(metric_id, judge=Judge(base_url="http://127.0.0.1:9/v1", model="m"))  # every id is registered
+
+
+async def test_personal_data_is_redacted_before_the_judge_sees_it() -> None:
+    question = "My card 4111 1111 1111 1111 was charged twice, write to jane.doe@example.com"
+    async with JudgeServer(default=schema_reply({"score": 4})) as server:
+        async with fast_judge(server.base_url) as judge:
+            await Relevance(judge=judge).ascore(question=question, answer="We will refund it.")
+            await Relevance(judge=judge, redact=False).ascore(question=question, answer="We will refund it.")
+    redacted, verbatim = (r.body["messages"][-1]["content"] for r in server.requests)
+    assert "jane.doe@example.com" not in redacted and "4111 1111 1111 1111" not in redacted
+    assert "jane.doe@example.com" in verbatim
