@@ -21,7 +21,7 @@ from typing import Callable, Protocol
 
 from monitor.model import Document, Message, Turn
 from monitor.redaction.config import RedactionConfig
-from monitor.redaction.detectors import SEED, SEED_MARGIN, Detector, builtin_detectors, custom_detector
+from monitor.redaction.detectors import SEED_MARGIN, SEEDS, Detector, builtin_detectors, custom_detector
 
 __all__ = ["Redactor", "RedactionTelemetry", "NullRedactionTelemetry", "CountingRedactionTelemetry"]
 
@@ -151,9 +151,10 @@ class Redactor:
 
 def _windows(value: str) -> list[tuple[int, int]]:
     """Merged stretches around the seeds of number-based kinds."""
+    found = sorted((max(0, m.start() - SEED_MARGIN), min(len(value), m.end() + SEED_MARGIN))
+                   for seed in SEEDS for m in seed.finditer(value))
     merged: list[tuple[int, int]] = []
-    for seed in SEED.finditer(value):
-        start, stop = max(0, seed.start() - SEED_MARGIN), min(len(value), seed.end() + SEED_MARGIN)
+    for start, stop in found:
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
         else:
