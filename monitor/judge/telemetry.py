@@ -12,9 +12,11 @@ later (this module imports neither). Counting rules:
 * ``attempt_failed`` — one HTTP attempt failed and will be retried (or gave up); kept apart so
   retries are visible without inflating the per-call counter.
 * ``tokens`` — prompt/completion tokens per metric, from the server's usage (estimated when the
-  server sends none).
+  server sends none). A call shared by several metrics (``JudgeRequest.metrics``) reports its
+  tokens split evenly across them, so ``metric`` is always a real metric id.
 * ``circuit_state`` — on every breaker transition (``closed`` | ``open`` | ``half_open``).
-* ``budget_waited`` / ``budget_shed`` — per limiter (``requests`` | ``tokens`` | ``concurrency``).
+* ``budget_waited`` / ``budget_shed`` — per limiter (``requests`` | ``tokens`` | ``concurrency`` |
+  ``rate_limit``: the client-wide 429 pause, or a congestion window it shrank).
 """
 
 from __future__ import annotations
