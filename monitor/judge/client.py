@@ -169,6 +169,7 @@ class JudgeClient:
         finish until ``deadline`` (a ``loop.time()`` value), then close the HTTP client. Safe
         twice and without :meth:`start`."""
         self._closing.set()
+        self._throttle.close()  # calls queued for a slot end now, not at their deadline
         remaining = deadline - asyncio.get_running_loop().time()
         if self._active and remaining > 0:
             with contextlib.suppress(TimeoutError):
@@ -238,6 +239,8 @@ class JudgeClient:
         try:
             slot = await self._throttle.acquire(call.deadline)
         except ThrottleTimeout as exc:
+            if exc.reason == "closing":
+                raise call.last_error or JudgeError("connection_error", "judge client is shutting down") from None
             if exc.reason == "rate_limit":
                 raise call.last_error or JudgeError(
                     "rate_limited", "judge rate limited: no slot in the reduced window before the deadline") from None

@@ -35,8 +35,8 @@ __all__ = ["RateLimitThrottle", "Slot", "ThrottleTimeout"]
 
 
 class ThrottleTimeout(Exception):
-    """No slot, or no end of the pause, before the deadline. ``reason`` is ``concurrency`` or
-    ``rate_limit``."""
+    """No slot, or no end of the pause, before the deadline. ``reason`` is ``concurrency``,
+    ``rate_limit`` or ``closing`` (the client is shutting down)."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -101,6 +101,8 @@ class RateLimitThrottle:
         try:
             async with asyncio.timeout(max(0.0, deadline - started)):
                 await waiter
+        except ThrottleTimeout:
+            raise  # closing: the waiter already left the queue
         except TimeoutError:
             self._abandon(waiter)
             # Waiting behind a window shrunk by 429s is waiting out a rate limit.
@@ -163,6 +165,14 @@ class RateLimitThrottle:
         elif retry_after is not None:
             self._paused_until = max(self._paused_until, now + retry_after)
         return self._paused_until
+
+    def close(self) -> None:
+        """Shutdown: every caller still queued for a slot gets ``ThrottleTimeout("closing")``
+        now instead of at its deadline."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(ThrottleTimeout("closing"))
 
     def release(self, slot: Slot) -> None:
         """Give the slot back (always, whatever happened to the attempt). Idempotent."""

@@ -141,3 +141,21 @@ async def test_async_context_manager_and_repr(server: JudgeServer) -> None:
         assert "judge-model" in repr(judge) and str(FAST["api_key"]) not in repr(judge)
     with pytest.raises(JudgeError):
         await client.complete_json(make_request())
+
+
+async def test_shutdown_ends_calls_queued_for_a_slot_at_once(server: JudgeServer) -> None:
+    server.latency = 0.3
+    client, telemetry = client_for(server, max_concurrency=1, deadline_seconds=30)
+    await client.start()
+    calls = [asyncio.create_task(client.complete_json(make_request())) for _ in range(4)]
+    while not server.requests:
+        await asyncio.sleep(0.01)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await client.shutdown(deadline(2))
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert loop.time() - started < 1.0  # the in-flight call finished; the queued three did not wait
+    assert not isinstance(results[0], BaseException) and results[0].data == GOOD
+    assert [r.outcome for r in results[1:] if isinstance(r, JudgeError)] == ["connection_error"] * 3
+    assert len(server.requests) == 1
+    assert telemetry.outcomes == {"ok": 1, "connection_error": 3}
