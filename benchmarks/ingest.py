@@ -1,16 +1,32 @@
-"""Ingest benchmark: spans/s through OTLP/HTTP protobuf + assembly vs raw protobuf decode.
+"""Ingest benchmark: spans per sidecar CPU-second against a parse+walk anchor from the same run.
 
-    .venv/bin/python benchmarks/ingest.py            # ~1 minute
-    .venv/bin/python benchmarks/ingest.py --seconds 20 --overload-seconds 20
+    .venv/bin/python benchmarks/ingest.py                      # the full matrix (8 cases), ~5 minutes
+    .venv/bin/python benchmarks/ingest.py --headline --repeat 3
+    .venv/bin/python benchmarks/ingest.py --tree /tmp/wt-bench-1 --markdown   # serve a pinned checkout
 
-Runs ``rag-monitor serve`` as a subprocess (its own core) and a load generator in this process.
-Payloads are realistic RAG traces (≈100 spans per request; prompts and documents of 1–4 KB).
-Reports, in the same run:
-  * raw decode: ``ExportTraceServiceRequest.FromString`` over the same bodies, spans/s on one core;
-  * ingest: spans accepted by the sidecar per wall second and per CPU-second of the sidecar
-    process (the fair comparison with a one-core decode), and their ratio to raw decode;
-  * overload: 10× the connections of the sustained run; the sidecar's peak RSS and what it
-    refused (503) or evicted, read from its own /metrics.
+Each *case* is an evaluation mode, a turn size and a conversation pool:
+
+* mode ``off`` (``evaluation.metrics: []``) or ``defaults`` (the embedded defaults: default
+  sampling, the local tier, no judge); nothing else differs (``ingest_sidecar.MODES``);
+* turns of 1, 16 or 128 KiB of text (documents, prompt, answer: ``ingest_bodies``), 5 spans a
+  trace, 20 traces (100 spans) a request;
+* 1k or 100k distinct conversations, sent round robin so every one is open before any repeats.
+
+Per case, in one sitting: the **anchor** (``ExportTraceServiceRequest.FromString`` plus reading
+every attribute of every span in Python, per CPU-second of this process, over the same bodies);
+a fresh ``rag-monitor serve`` (free loopback ports, config in a temp dir); a warm-up and a drain;
+then ``--seconds`` of load from ``--load-procs`` processes (fresh trace and conversation ids on
+every send) while ``admin_latency.probe_phase`` probes ``/healthz`` (new connection) and
+``/metrics`` (keep-alive) every ``--interval`` (0.25 s; their cost is the sidecar's); then a drain
+(no pending trace, empty queues). **Ingest** = spans the sidecar counted received during the load
+÷ CPU-seconds of its whole process tree from the start of the load to the end of the drain, so
+assembling, sampling, evaluating and storing those spans are all paid for. Also: peak RSS, traces
+assembled early (``traces_evicted_total``), conversations closed and sampler cache evictions,
+turns evaluated and dropped. Results go to a SQLite store in the temp dir (on, as by default).
+
+With a 100k pool the load runs on until every conversation had a turn (``--cover`` 1.05 turns
+per conversation of the pool), at most ``--max-seconds`` (90). ``--server-cmd`` as in ``admin_latency.py``; ``--tree DIR`` runs
+``<this python> -m monitor.cli serve`` with cwd and PYTHONPATH = DIR (a ``git worktree``).
 """
 
 from __future__ import annotations
@@ -21,30 +37,31 @@ import io
 import json
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import aiohttp
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
-
-from tests.support.otlp_payloads import rag_trace_spans, request  # noqa: E402
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+for _p in (str(ROOT), str(BENCH)):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
 SPANS_PER_TRACE = 5
 TRACES_PER_REQUEST = 20  # 100 spans per request
 
 
+# --- shared with admin_latency.py (its load and its bodies) -----------------------------------
+
 def build_bodies(n: int, seed: int = 1) -> list[tuple[bytes, bytes]]:
     """Bodies whose traces share an 8-byte trace-id prefix, so the load generator can make every
     send carry new trace ids with one ``bytes.replace`` (a re-sent trace would be 'late')."""
+    from tests.support.otlp_payloads import rag_trace_spans, request  # noqa: PLC0415 - see main()
+
     rng = random.Random(seed)
     bodies = []
     for _ in range(n):
@@ -55,40 +72,6 @@ def build_bodies(n: int, seed: int = 1) -> list[tuple[bytes, bytes]]:
                                      conversation_id=f"c{rng.randrange(10**6)}")
         bodies.append((prefix, request(spans).SerializeToString()))
     return bodies
-
-
-def raw_decode_rate(bodies: list[tuple[bytes, bytes]], seconds: float = 3.0) -> float:
-    spans = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for _, b in bodies:
-            req = ExportTraceServiceRequest.FromString(b)
-            spans += sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
-    return spans / (time.perf_counter() - start)
-
-
-def materialize_rate(bodies: list[tuple[bytes, bytes]]) -> float:
-    """Context figure: decode plus protobuf's own conversion of everything to Python objects."""
-    from google.protobuf.json_format import MessageToDict
-
-    start = time.perf_counter()
-    spans = 0
-    for _, b in bodies:
-        MessageToDict(ExportTraceServiceRequest.FromString(b))
-        spans += SPANS_PER_TRACE * TRACES_PER_REQUEST
-    return spans / (time.perf_counter() - start)
-
-
-def convert_rate(bodies: list[tuple[bytes, bytes]]) -> float:
-    """Our decoder alone (protobuf → SpanRecord), no HTTP, no assembly."""
-    from monitor.receivers.decode import PROTOBUF, decode_traces
-
-    start = time.perf_counter()
-    spans = 0
-    for _ in range(3):
-        for _, b in bodies:
-            spans += len(decode_traces(b, PROTOBUF).records)
-    return spans / (time.perf_counter() - start)
 
 
 def free_port() -> int:
@@ -169,92 +152,30 @@ async def wait_ready(admin: int, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("sidecar did not become ready")
 
 
-async def http_ceiling(bodies: list[tuple[bytes, bytes]], connections: int, seconds: float) -> float:
-    """Spans/s per CPU-second of a server that only reads the bodies (no decode, no assembly)."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "http_sink.py"), str(port)], cwd=ROOT)
-    try:
-        await wait_ready(port, proc)
-        await load(port, bodies, connections, 1.0)
-        cpu0 = proc_cpu_seconds(proc.pid)
-        stats = await load(port, bodies, connections, seconds)
-        cpu = proc_cpu_seconds(proc.pid) - cpu0
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-    return stats["spans"] / cpu if cpu else float("nan")
-
-
-async def run(args: argparse.Namespace) -> dict[str, float]:
-    bodies = build_bodies(args.bodies)
-    mean_kb = sum(len(b) for _, b in bodies) / len(bodies) / 1024
-    decode = raw_decode_rate(bodies)
-    materialize = materialize_rate(bodies)
-    convert = convert_rate(bodies)
-    ceiling = await http_ceiling(bodies, args.connections, min(args.seconds, 8.0))
-    http, admin = free_port(), free_port()
-    cfg = {"receivers": {"http": {"port": http}, "grpc": {"enabled": False}}, "admin": {"port": admin},
-           "assembly": {"decision_wait_seconds": 1.0}, "log_level": "WARNING",
-           # Ingest + assembly only: evaluation has its own benchmark (judge_throughput.py).
-           "evaluation": {"metrics": []}}
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        json.dump(cfg, f)  # JSON is YAML
-    proc = subprocess.Popen([sys.executable, "-m", "monitor.cli", "serve", "-c", f.name], cwd=ROOT)
-    try:
-        await wait_ready(admin, proc)
-        await load(http, bodies, args.connections, 2.0)  # warm-up
-        cpu0, m0, t0 = proc_cpu_seconds(proc.pid), await metrics(admin), time.perf_counter()
-        sustained = await load(http, bodies, args.connections, args.seconds)
-        wall = time.perf_counter() - t0
-        cpu = proc_cpu_seconds(proc.pid) - cpu0
-        await asyncio.sleep(2.0)  # let the decision wait pass
-        m1 = await metrics(admin)
-        if os.environ.get("BENCH_DEBUG"):
-            print({k: v for k, v in m1.items() if "turn" in k or "without" in k or "evict" in k})
-        rss_sustained = proc_peak_rss_mib(proc.pid)
-        over = await load(http, bodies, args.connections * 10, args.overload_seconds)
-        await asyncio.sleep(2.0)
-        m2 = await metrics(admin)
-        rss_overload = proc_peak_rss_mib(proc.pid)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-    received = total(m1, "rag_monitor_spans_received_total") - total(m0, "rag_monitor_spans_received_total")
-    turns = total(m1, "rag_monitor_turns_assembled_total") - total(m0, "rag_monitor_turns_assembled_total")
-    result = {
-        "request_kib": mean_kb,
-        "raw_decode_spans_per_s": decode,
-        "message_to_dict_spans_per_s": materialize,
-        "decode_to_records_spans_per_s": convert,
-        "http_only_spans_per_cpu_s": ceiling,
-        "ingest_spans_per_wall_s": sustained["spans"] / wall,
-        "ingest_spans_per_cpu_s": received / cpu if cpu else float("nan"),
-        "sidecar_cpu_share": cpu / wall,
-        "turns_assembled": turns,
-        "peak_rss_mib_sustained": rss_sustained,
-        "overload_requests_ok": over["ok"],
-        "overload_503": over["503"],
-        "overload_rejected_counted": total(m2, 'rag_monitor_requests_rejected_total{reason="overloaded"')
-        + total(m2, 'rag_monitor_requests_rejected_total{transport="http",reason="overloaded"'),
-        "overload_traces_evicted": total(m2, "rag_monitor_traces_evicted_total"),
-        "peak_rss_mib_overload": rss_overload,
-    }
-    result["ratio_cpu"] = result["ingest_spans_per_cpu_s"] / decode
-    return result
-
+# --- the matrix -------------------------------------------------------------------------------
 
 def main() -> None:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--tree", default=None)
+    tree = pre.parse_known_args()[0].tree
+    if tree:  # this process and the load generators import tests.support (and scrape.py's monitor) from it
+        sys.path.insert(0, str(Path(tree).resolve()))
+    import ingest_matrix  # noqa: PLC0415 - after sys.path is set; it imports this module's helpers
+    import ingest_report  # noqa: PLC0415
+
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seconds", type=float, default=15.0)
-    p.add_argument("--overload-seconds", type=float, default=10.0)
-    p.add_argument("--connections", type=int, default=4)
-    p.add_argument("--bodies", type=int, default=20)
+    ingest_matrix.add_arguments(p)
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
+    p.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+    p.add_argument("--save", default=None, help="also write the JSON document to this file")
     args = p.parse_args()
-    r = asyncio.run(run(args))
-    width = max(map(len, r))
-    for k, v in r.items():
-        print(f"{k:<{width}}  {v:,.2f}")
-    print(f"\ningest+assembly = {r['ratio_cpu']:.0%} of raw protobuf decode (per CPU-second of the sidecar)")
+    report = asyncio.run(ingest_matrix.run(args))
+    if args.save:
+        Path(args.save).write_text(json.dumps(report, indent=2))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    ingest_report.print_report(report, markdown=args.markdown)
 
 
 if __name__ == "__main__":
