@@ -68,7 +68,9 @@ async def test_evaluation_events_land_on_the_evaluated_chat_span_and_metrics_are
     assert record.span_id.hex() == format(chat.context.span_id, "016x")
     attrs = attributes(record.attributes)
     assert attrs["gen_ai.evaluation.name"] == "local_jailbreak_attempt"
-    assert attrs["gen_ai.evaluation.score.value"] == 1.0
+    # The detector's calibrated probability, over its flag threshold (a defect).
+    from monitor.evaluation.local.jailbreak_attempt import DEFAULT_THRESHOLD
+    assert DEFAULT_THRESHOLD <= attrs["gen_ai.evaluation.score.value"] <= 1.0
     assert attrs["gen_ai.conversation.id"] == "conv-1"
 
     points = [dp for m in pushed("rag_monitor_evaluations") for dp in m.sum.data_points]

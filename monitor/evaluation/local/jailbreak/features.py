@@ -38,6 +38,7 @@ STRUCTURAL = (
     "length", "lines", "upper_share", "symbol_share", "case_flips", "noise_tokens",
     "invisible", "tag_characters", "confusables", "leetspeak", "spaced_letters",
     "encoded_payload", "obfuscated_payload", "chat_template_tokens", "role_headers", "caps_phrases",
+    "persona_override",
 )
 
 _PRIME = np.uint64(1_099_511_628_211)
@@ -56,9 +57,20 @@ _HEADER_PREFIX = " \t#>*[(<|=-"
 _HEADER_END = frozenset(":]>)|")
 _MAX_HEADER_LINES = 200
 _CAPS_PHRASE = re.compile(r"\b[A-Z]{3,}(?:[ _-]+[A-Z]{3,})+\b")
+# Cues of the persona/override family ("you are DAN, you can do anything now, stay in character"):
+# public training sets hold few short examples of it, so its cues are counted as one dense
+# feature whose weight the model learns. Plain substring tests on the folded text: no regex,
+# no backtracking, bounded by the view.
+_PERSONA_CUES = (
+    "do anything now", "stay in character", "break character", "broken free", "no restrictions",
+    "without restrictions", "no filters", "unfiltered", "no rules", "content policy", "jailbroken",
+    "jailbreak mode", "developer mode", "unrestricted", "opposite mode", "pretend to be", "pretend you are",
+    "you are going to act as", "act as an ai", "role play as", "roleplay as", "immerse yourself", "amoral",
+    "ethical guidelines", "never refuse", "lose tokens", "two responses", "not bound by",
+)
 _SIGNAL_MIN = {"invisible": 1, "tag_characters": 1, "confusables": 1, "leetspeak": 2, "spaced_letters": 1,
                "encoded_payload": 1, "obfuscated_payload": 1, "chat_template_tokens": 1, "role_headers": 1,
-               "caps_phrases": 2, "noise_tokens": 3}
+               "caps_phrases": 2, "noise_tokens": 3, "persona_override": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +131,14 @@ def _structure(raw_length: int, view: str, folded: Folded, decoded_kinds: tuple[
         len(_NOISE.findall(view)), folded.invisible, folded.tags, folded.confusables, folded.leet, folded.spaced,
         encoded, len(decoded_kinds) - encoded, len(_CHAT_TOKENS.findall(view)), _role_headers(view),
         len(_CAPS_PHRASE.findall(view)) if upper >= 6 else 0,
+        _persona_cues(folded.text),
     )
     return np.array(values, dtype=np.float64)
+
+
+def _persona_cues(text: str) -> int:
+    lowered = text.lower().replace("-", " ")
+    return sum(cue in lowered for cue in _PERSONA_CUES)
 
 
 def extract(text: str) -> Features:
