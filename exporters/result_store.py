@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 # Metrics whose value grows with the risk (the catalogue's "max"-aggregated ones: severities and
 # 0/1 risk flags). Everything else is a quality score where lower is worse.
 HIGHER_IS_WORSE = frozenset({"hate_unfairness", "sexual", "violence", "self_harm", "jailbreak",
-                             "local_jailbreak_attempt", "local_offensive_language"})
+                             "local_jailbreak_attempt", "local_offensive_language", "local_system_prompt_leak"})
 
 SCHEMA_VERSION = 3
 MAX_QUERY_ROWS = 1000

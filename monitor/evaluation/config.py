@@ -34,6 +34,7 @@ LOCAL_TIER_METRICS = (
     "local_lexical_groundedness",
     "local_offensive_language",
     "local_jailbreak_attempt",
+    "local_system_prompt_leak",
 )
 # With combine_metrics and combine_safety on (the defaults) these eight cost ONE judge call per
 # sampled turn: the four RAG quality rubrics and the four content-risk severities.
