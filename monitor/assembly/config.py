@@ -29,7 +29,7 @@ class AttributeMapping(_Section):
 class AssemblyConfig(_Section):
     decision_wait_seconds: float = Field(5.0, ge=0, description="wait after the root span ends")
     max_trace_age_seconds: float = Field(120.0, gt=0, description="assemble even without a root")
-    max_pending_traces: int = Field(10_000, gt=0)
+    max_pending_traces: int = Field(50_000, gt=0, description="bounded in bytes by max_pending_bytes too")
     max_spans_per_trace: int = Field(2_000, gt=0)
     max_pending_spans: int = Field(200_000, gt=0, description="all traces together")
     offload_bytes: int = Field(
