@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Instrument", "SELF_TELEMETRY", "SCRAPE_TIME", "EVALUATION", "ROLLING", "JUDGE", "SAMPLING",
+__all__ = ["Instrument", "SELF_TELEMETRY", "SCRAPE_TIME", "EVALUATION", "ROLLING", "JAILBREAK", "JUDGE", "SAMPLING",
            "SCORE_BUCKETS", "JUDGE_LATENCY_BUCKETS"]
 
 # Native-scale scores: 0–1 metrics (F1, answer_relevance, precision…), 0–5 (answer_similarity)
@@ -108,6 +108,28 @@ ROLLING: tuple[Instrument, ...] = (
                "gauge", ("metric", "service", "window")),
     Instrument("rag_monitor_window_evaluations", "Scored evaluations (pass + defect) in the rolling window.",
                "gauge", ("metric", "service", "window")),
+)
+
+# The seed's jailbreak comparison made online (exporters.jailbreak_rates): content-risk defect
+# rate of turns flagged as jailbreak attempts vs the rest, and their difference.
+JAILBREAK: tuple[Instrument, ...] = (
+    Instrument("rag_monitor_jailbreak_group_defect_rate",
+               "Weighted content-risk defect rate of the turns flagged as jailbreak attempts (group=flagged) "
+               "and of the rest (group=rest) over the rolling window (NaN: no scored turn).",
+               "gauge", ("group", "window")),
+    Instrument("rag_monitor_jailbreak_group_defect_rate_lower", "Lower bound of its 95% Wilson interval.", "gauge",
+               ("group", "window")),
+    Instrument("rag_monitor_jailbreak_group_defect_rate_upper", "Upper bound of its 95% Wilson interval.", "gauge",
+               ("group", "window")),
+    Instrument("rag_monitor_jailbreak_group_evaluations", "Turns with a content-risk verdict in the window, by group.",
+               "gauge", ("group", "window")),
+    Instrument("rag_monitor_jailbreak_defect_rate",
+               "Online jailbreak defect rate: flagged minus rest content-risk defect rate over the window.",
+               "gauge", ("window",)),
+    Instrument("rag_monitor_jailbreak_defect_rate_lower", "Lower bound of its 95% Newcombe interval.", "gauge",
+               ("window",)),
+    Instrument("rag_monitor_jailbreak_defect_rate_upper", "Upper bound of its 95% Newcombe interval.", "gauge",
+               ("window",)),
 )
 
 JUDGE: tuple[Instrument, ...] = (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["wilson_interval", "Z_95"]
+__all__ = ["wilson_interval", "newcombe_interval", "Z_95"]
 
 Z_95 = 1.959963984540054
 """Two-sided 95% standard-normal quantile."""
@@ -51,3 +51,13 @@ def wilson_interval(defects: float, total: float, z: float = 1.96, *,
     half = (z / denominator) * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n))
     # Clamp: rounding can push a bound a hair outside [0, 1] when p is 0 or 1.
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def newcombe_interval(p1: float, low1: float, high1: float, p2: float, low2: float,
+                      high2: float) -> tuple[float, float]:
+    """Newcombe's hybrid score interval (1998, method 10) of the difference ``p1 - p2`` of two
+    independent rates, from each rate's own (Wilson) interval. Clamped to [-1, 1]."""
+    d = p1 - p2
+    low = d - math.sqrt((p1 - low1) ** 2 + (high2 - p2) ** 2)
+    high = d + math.sqrt((high1 - p1) ** 2 + (p2 - low2) ** 2)
+    return (max(-1.0, low), min(1.0, high))

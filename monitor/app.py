@@ -25,6 +25,7 @@ from exporters.labels import LabelPolicy
 from exporters.otlp_metrics import OtlpMetrics, rolling_readings
 from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
 from exporters.result_store import ResultStore
+from exporters.jailbreak_rates import JailbreakCollector, JailbreakComparison
 from exporters.rolling import RollingCollector, RollingStats
 from monitor.admin import AdminServer
 from monitor.admin.catalogue import metric_catalogue
@@ -133,6 +134,8 @@ class Sidecar:
         self.rolling = RollingStats(exp.window_seconds(),
                                     service_of=lambda r: labels.admit("service", r.turn.service, count=False))
         self.registry.register(RollingCollector(self.rolling))
+        self.jailbreak = JailbreakComparison(exp.window_seconds())
+        self.registry.register(JailbreakCollector(self.jailbreak))
         self._extra_consumers = tuple(result_consumers)
         self._sink = sink or NullConversationSink()
         self._components: list[Any] = []
@@ -187,7 +190,7 @@ class Sidecar:
         backlog = self.store if keep_text else None  # the durable backlog holds turn text
         self.evaluation = EvaluationStage(
             sampling, build_evaluators(cfg.evaluation, self.judge, content_safety=self.content_safety),
-            (self.results, self.rolling, *sinks, *self._extra_consumers),
+            (self.results, self.rolling, self.jailbreak, *sinks, *self._extra_consumers),
             self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=backlog,
             max_queue_bytes=cfg.evaluation.max_queue_bytes)
         # Redaction in front of evaluation: the judge, the backlog and every sink get redacted text.
@@ -209,7 +212,8 @@ class Sidecar:
         pipeline = PipelineStatus(health, setting, lambda: self.startup.lines if self.startup else {})
         self.admin = AdminServer(cfg.admin, self.registry, self.ready,
                                  summary=self.rolling, store=self.store, telemetry=self.telemetry,
-                                 catalogue=metric_catalogue(cfg.evaluation, cfg.judge.enabled), pipeline=pipeline)
+                                 catalogue=metric_catalogue(cfg.evaluation, cfg.judge.enabled), pipeline=pipeline,
+                                 jailbreak=self.jailbreak)
         self.watch = PipelineWatch(self.registry, setting)
         forwarder = self.forwarder
         evaluation = self.evaluation

@@ -42,7 +42,7 @@ from monitor.admin.api import (
 from monitor.admin.catalogue import MetricInfo
 from monitor.admin.health import PipelineStatus
 from monitor.admin.status_page import page_response
-from monitor.admin.summary import ReasonView, SummarySource, summary_document
+from monitor.admin.summary import JailbreakSource, ReasonView, SummarySource, summary_document
 from monitor.admin.turns import TurnView, parse_turns_query, turn_item
 from monitor.config import AdminConfig
 from monitor.http_site import start_site
@@ -85,7 +85,8 @@ class _ApiRoutes:
     def __init__(self, *, token: str | None, summary: SummarySource | None, store: ResultReads | None,
                  telemetry: Telemetry | None, clock: Callable[[], float], max_in_flight: int = 4,
                  excerpt_chars: int = 500, catalogue: Mapping[str, MetricInfo] | None = None,
-                 pipeline: PipelineStatus | None = None) -> None:
+                 pipeline: PipelineStatus | None = None, jailbreak: JailbreakSource | None = None) -> None:
+        self._jailbreak = jailbreak
         self._token = token.encode() if token is not None else None
         self._summary = summary
         self._store = store
@@ -152,10 +153,10 @@ class _ApiRoutes:
                 reasons = await self._store.outcome_reasons(since=now - self._longest_seconds())
             except Exception as exc:
                 self._failed("result store", exc)
-        catalogue = self._catalogue
+        catalogue, jailbreak = self._catalogue, self._jailbreak
         try:
-            body = await asyncio.to_thread(
-                lambda: encode_json(summary_document(source, now, catalogue=catalogue, reasons=reasons)))
+            body = await asyncio.to_thread(lambda: encode_json(
+                summary_document(source, now, catalogue=catalogue, reasons=reasons, jailbreak=jailbreak)))
         except Exception as exc:
             return self._failed("rolling statistics", exc)
         self._failing.discard("rolling statistics")
@@ -234,14 +235,15 @@ class AdminServer:
     def __init__(self, config: AdminConfig, registry: CollectorRegistry, ready: Callable[[], bool], *,
                  summary: SummarySource | None = None, store: ResultReads | None = None,
                  telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time,
-                 catalogue: Mapping[str, MetricInfo] | None = None, pipeline: PipelineStatus | None = None) -> None:
+                 catalogue: Mapping[str, MetricInfo] | None = None, pipeline: PipelineStatus | None = None,
+                 jailbreak: JailbreakSource | None = None) -> None:
         self._config = config
         self._registry = registry
         self._ready = ready
         self._pipeline = pipeline
         token = config.bearer_token.get_secret_value() if config.bearer_token is not None else None
         self._api = _ApiRoutes(token=token, summary=summary, store=store, telemetry=telemetry, clock=clock,
-                               catalogue=catalogue, pipeline=pipeline)
+                               catalogue=catalogue, pipeline=pipeline, jailbreak=jailbreak)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None

@@ -3,7 +3,12 @@ evaluations produced none.
 
 ``{"generated_at": <unix s>, "windows": [{"name": "5m", "seconds": 300.0}, ...],
 "longest_window": "1h", "trend_window": "5m", "trend_seconds": 300.0,
-"metrics": {<metric>: M}}``
+"metrics": {<metric>: M}, "jailbreak": J or null}``
+
+J (the Azure seed's jailbreak comparison, online; ``exporters.jailbreak_rates``): {<window>:
+{"flagged": W, "rest": W, "difference", "lower", "upper"}} — the content-risk defect rate of the
+turns flagged as jailbreak attempts and of the rest, and flagged − rest with its 95% Newcombe
+interval (null without data on either side).
 
 M: ``windows`` ({<window>: W}), ``trend`` ([T, ...], oldest first), ``change`` (C or null),
 ``data_since`` (unix s of the oldest data still in the longest window, or null), ``info`` (I or
@@ -143,8 +148,37 @@ def _reasons(reasons: Sequence[ReasonView], metric: str) -> dict[str, list[dict[
     return out
 
 
+class JailbreakWindowView(Protocol):
+    @property
+    def window(self) -> str: ...
+    @property
+    def flagged(self) -> WindowStatsView: ...
+    @property
+    def rest(self) -> WindowStatsView: ...
+    @property
+    def difference(self) -> float: ...
+    @property
+    def lower(self) -> float: ...
+    @property
+    def upper(self) -> float: ...
+
+
+class JailbreakSource(Protocol):
+    def comparison(self) -> Sequence[JailbreakWindowView]: ...
+
+
+def jailbreak_document(source: JailbreakSource | None) -> dict[str, Any] | None:
+    """The ``J`` object (None when no comparison is wired)."""
+    if source is None:
+        return None
+    return {c.window: {"flagged": window_document(c.flagged), "rest": window_document(c.rest),
+                       "difference": _finite(c.difference), "lower": _finite(c.lower), "upper": _finite(c.upper)}
+            for c in source.comparison()}
+
+
 def summary_document(source: SummarySource, now: float, *, catalogue: Mapping[str, MetricInfo] | None = None,
-                     reasons: Sequence[ReasonView] = (), trend_points: int = TREND_POINTS) -> dict[str, Any]:
+                     reasons: Sequence[ReasonView] = (), trend_points: int = TREND_POINTS,
+                     jailbreak: JailbreakSource | None = None) -> dict[str, Any]:
     """Build the document. Blocking (reads the rolling counters): run in a thread."""
     windows = tuple(sorted(source.windows, key=lambda w: w[1]))
     per_metric = source.summary()
@@ -161,4 +195,4 @@ def summary_document(source: SummarySource, now: float, *, catalogue: Mapping[st
             "data_since": since.get(metric), "info": info.get(metric), "reasons": _reasons(reasons, metric)}
     return {"generated_at": now, "windows": [{"name": n, "seconds": s} for n, s in windows],
             "longest_window": windows[-1][0] if windows else None, "trend_window": span_name,
-            "trend_seconds": span, "metrics": metrics}
+            "trend_seconds": span, "metrics": metrics, "jailbreak": jailbreak_document(jailbreak)}

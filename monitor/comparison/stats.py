@@ -8,10 +8,9 @@ score interval (Newcombe 1998, method 10), built from the two Wilson intervals; 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from exporters.stats import Z_95, wilson_interval
+from exporters.stats import Z_95, newcombe_interval, wilson_interval
 
 __all__ = ["Rate", "Difference", "rate", "difference"]
 
@@ -49,9 +48,6 @@ def difference(attacked: Rate, baseline: Rate) -> Difference:
     if (attacked.value is None or baseline.value is None or attacked.low is None or attacked.high is None
             or baseline.low is None or baseline.high is None):
         return Difference(None, None, None)
-    p1, l1, u1 = attacked.value, attacked.low, attacked.high
-    p2, l2, u2 = baseline.value, baseline.low, baseline.high
-    d = p1 - p2
-    low = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
-    high = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-    return Difference(d, max(-1.0, low), min(1.0, high))
+    low, high = newcombe_interval(attacked.value, attacked.low, attacked.high,
+                                  baseline.value, baseline.low, baseline.high)
+    return Difference(attacked.value - baseline.value, low, high)
