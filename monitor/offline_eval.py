@@ -26,7 +26,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence, TextIO
+from typing import Callable, Iterator, Mapping, Protocol, Sequence, TextIO
 
 import click
 from pydantic import ValidationError
@@ -112,7 +112,20 @@ def select_metrics(config: EvaluationConfig, metrics: Sequence[str] | None) -> E
         raise ConfigError(_validation_message("--metrics", exc)) from None
 
 
-def judge_config(base: JudgeConfig, request: EvalRequest, environ: Mapping[str, str]) -> JudgeConfig:
+class JudgeOverrides(Protocol):
+    """The judge options ``eval`` and ``compare`` share on the command line."""
+
+    @property
+    def judge_base_url(self) -> str | None: ...
+    @property
+    def judge_model(self) -> str | None: ...
+    @property
+    def judge_api_key_env(self) -> str | None: ...
+    @property
+    def concurrency(self) -> int | None: ...
+
+
+def judge_config(base: JudgeConfig, request: JudgeOverrides, environ: Mapping[str, str]) -> JudgeConfig:
     """``base`` with the command-line overrides applied; raises ConfigError."""
     data = base.model_dump()
     if request.judge_base_url:

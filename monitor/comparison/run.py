@@ -35,6 +35,7 @@ from monitor.evaluation.config import EvaluationConfig
 from monitor.evaluation.registry import MetricConfigError, build_evaluators, default_registry
 from monitor.judge.client import JudgeClient
 from monitor.judge.config import JudgeConfig
+from monitor.offline_eval import judge_config
 from monitor.redaction import RedactionConfig, Redactor
 
 __all__ = ["CONTENT_RISK_METRICS", "CompareRequest", "EXIT_FAIL_OVER", "run", "risk_evaluation"]
@@ -81,24 +82,6 @@ def risk_evaluation(config: EvaluationConfig, metrics: Sequence[str] | None) -> 
         raise ConfigError(_errors("evaluation", exc)) from None
 
 
-def _judge(base: JudgeConfig, request: CompareRequest, environ: Mapping[str, str]) -> JudgeConfig:
-    data = base.model_dump()
-    if request.judge_base_url:
-        data.update(base_url=request.judge_base_url, azure=None)
-    if request.judge_model:
-        data["model"] = request.judge_model
-    if request.judge_api_key_env:
-        if not environ.get(request.judge_api_key_env):
-            raise ConfigError(f"--judge-api-key-env: environment variable {request.judge_api_key_env} is not set")
-        data.update(api_key=environ[request.judge_api_key_env], api_key_file=None)
-    if request.concurrency is not None:
-        data["max_concurrency"] = request.concurrency
-    try:
-        return JudgeConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_errors("judge", exc)) from None
-
-
 async def _score(datasets: Sequence[Dataset], evaluation: EvaluationConfig, judge_cfg: JudgeConfig,
                  concurrency: int, categories: Sequence[str]) -> list[list[RowVerdicts]]:
     needs_judge = any(m not in service_metric_ids(evaluation) for m in categories)
@@ -136,7 +119,7 @@ def compare_files(config: MonitorConfig, request: CompareRequest,
         limits = parse_fail_over(request.fail_over, categories)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    judge_cfg = _judge(config.judge, request, environ)
+    judge_cfg = judge_config(config.judge, request, environ)
     options = evaluation.resolve_options(default_registry())
     needs_judge = [m for m, o in options.items() if o.backend == "judge"]
     if needs_judge and not judge_cfg.enabled:
