@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 from monitor.model import (
-    Conversation,
     EvaluationResult,
     LogRecord,
     SamplingDecision,
@@ -23,7 +22,6 @@ __all__ = [
     "Component",
     "SpanConsumer",
     "TurnConsumer",
-    "ConversationConsumer",
     "ResultConsumer",
     "Sampler",
     "Evaluator",
@@ -58,10 +56,6 @@ class SpanConsumer(Protocol):
 
 class TurnConsumer(Protocol):
     def consume_turn(self, turn: Turn) -> None: ...
-
-
-class ConversationConsumer(Protocol):
-    def consume(self, conversation: Conversation) -> None: ...
 
 
 class ResultConsumer(Protocol):
