@@ -13,7 +13,6 @@ one ``bytes.replace`` of the shared 8-byte prefix (a re-sent trace id would be a
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import time
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from tests.support.otlp_payloads import _kv, request, text
+from tests.support.otlp_payloads import rag_spans, request, text
 
 __all__ = ["BodyTemplate", "SPANS_PER_TRACE", "TRACES_PER_BODY", "build_templates", "conversation_id",
            "parse_walk_rate", "render"]
@@ -89,30 +88,9 @@ def _trace(rng: random.Random, pool: str, trace_id: bytes, turn_bytes: int, slot
     question = "What does the monitor judge? " + _slice(rng, pool, 64)
     system = "Answer from the documents.\n" + docs[0]["content"]
     answer = _slice(rng, pool, answer_bytes)
-    messages = [{"role": "system", "parts": [{"type": "text", "content": system}]},
-                {"role": "user", "parts": [{"type": "text", "content": question}]}]
-    output = [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
     text_bytes = sum(len(d["content"]) for d in docs) + len(system) + len(question) + len(answer)
-    root_id = rng.randbytes(8)
-    children = [
-        ("retrieve", {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": question,
-                      "gen_ai.retrieval.documents": json.dumps(docs)}),
-        ("chat gpt-4o-mini", {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
-                              "gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.model": "gpt-4o-mini",
-                              "gen_ai.usage.input_tokens": turn_bytes // 4, "gen_ai.usage.output_tokens": 120,
-                              "gen_ai.input.messages": json.dumps(messages),
-                              "gen_ai.output.messages": json.dumps(output)}),
-    ] + [(f"db.query {i}", {"db.system": "postgresql", "db.statement": "SELECT 1",
-                            "server.address": "10.0.0.1", "server.port": 5432}) for i in range(SPANS_PER_TRACE - 3)]
-    spans, t = [], t0
-    for name, attrs in children:
-        spans.append(Span(trace_id=trace_id, span_id=rng.randbytes(8), parent_span_id=root_id, name=name,
-                          kind=Span.SPAN_KIND_CLIENT, start_time_unix_nano=t, end_time_unix_nano=t + 1000,
-                          attributes=[_kv(k, v) for k, v in attrs.items()]))
-        t += 1000
-    spans.append(Span(trace_id=trace_id, span_id=root_id, name="POST /chat", kind=Span.SPAN_KIND_SERVER,
-                      start_time_unix_nano=t0, end_time_unix_nano=t + 1000,
-                      attributes=[_kv("http.route", "/chat"), _kv("gen_ai.conversation.id", slot)]))
+    spans = rag_spans(rng, trace_id, rng.randbytes(8), SPANS_PER_TRACE, t0, slot, docs=docs, question=question,
+                      system=system, answer=answer, input_tokens=turn_bytes // 4)
     return spans, text_bytes
 
 

@@ -39,28 +39,33 @@ def rag_trace_spans(rng: random.Random, trace_id: bytes, n_spans: int, t0: int,
     """One RAG trace: root, retrieval (3 docs of 1–4 KB), chat (1–4 KB prompt), then filler
     spans (HTTP/DB-like) to reach ``n_spans``."""
     root_id = rng.randbytes(8)
-    spans = []
     docs = [{"id": f"doc-{i}", "score": round(rng.random(), 3), "content": text(rng, rng.randint(1024, 4096))}
             for i in range(3)]
     question = "What does the monitor judge? " + text(rng, 64)
-    messages = [
-        {"role": "system", "parts": [{"type": "text", "content": "Answer from the documents.\n" + docs[0]["content"]}]},
-        {"role": "user", "parts": [{"type": "text", "content": question}]},
-    ]
-    answer = [{"role": "assistant", "parts": [{"type": "text", "content": text(rng, rng.randint(256, 1024))}],
-               "finish_reason": "stop"}]
+    answer = text(rng, rng.randint(256, 1024))
+    return rag_spans(rng, trace_id, root_id, n_spans, t0, conversation_id, docs=docs, question=question,
+                     system="Answer from the documents.\n" + docs[0]["content"], answer=answer, input_tokens=900)
+
+
+def rag_spans(rng: random.Random, trace_id: bytes, root_id: bytes, n_spans: int, t0: int, conversation_id: str, *,
+              docs: list[dict[str, Any]], question: str, system: str, answer: str, input_tokens: int) -> list[Span]:
+    """The spans of one RAG trace with the given texts (GenAI conventions, filler DB spans)."""
+    messages = [{"role": "system", "parts": [{"type": "text", "content": system}]},
+                {"role": "user", "parts": [{"type": "text", "content": question}]}]
+    output = [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
     children = [
         ("retrieve", {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": question,
                       "gen_ai.retrieval.documents": json.dumps(docs)}),
         ("chat gpt-4o-mini", {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
                               "gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.model": "gpt-4o-mini",
-                              "gen_ai.usage.input_tokens": 900, "gen_ai.usage.output_tokens": 120,
+                              "gen_ai.usage.input_tokens": input_tokens, "gen_ai.usage.output_tokens": 120,
                               "gen_ai.input.messages": json.dumps(messages),
-                              "gen_ai.output.messages": json.dumps(answer)}),
+                              "gen_ai.output.messages": json.dumps(output)}),
     ]
     for i in range(max(0, n_spans - 3)):
         children.append((f"db.query {i}", {"db.system": "postgresql", "db.statement": "SELECT 1",
                                            "server.address": "10.0.0.1", "server.port": 5432}))
+    spans = []
     t = t0
     for name, attrs in children:
         spans.append(Span(trace_id=trace_id, span_id=rng.randbytes(8), parent_span_id=root_id, name=name,
