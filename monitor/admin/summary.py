@@ -35,7 +35,7 @@ import math
 from typing import Any, Mapping, Protocol, Sequence
 
 from monitor.admin.catalogue import MetricInfo, catalogue_document
-from monitor.admin.trend import change_document, find_change, trend_seconds
+from monitor.admin.trend import TrendPointLike, change_document, find_change, trend_seconds
 
 __all__ = ["WindowStatsView", "TrendPointView", "SummarySource", "ReasonView", "window_document",
            "summary_document", "TREND_POINTS"]
@@ -72,13 +72,9 @@ class WindowStatsView(Protocol):
     def mean_score(self) -> float: ...
 
 
-class TrendPointView(Protocol):
-    """``exporters.rolling.TrendPoint``."""
+class TrendPointView(TrendPointLike, Protocol):
+    """``exporters.rolling.TrendPoint``: what change detection reads, plus what the page draws."""
 
-    @property
-    def start(self) -> float: ...
-    @property
-    def evaluations(self) -> int: ...
     @property
     def defect_rate(self) -> float: ...
     @property
@@ -87,12 +83,6 @@ class TrendPointView(Protocol):
     def lower(self) -> float: ...
     @property
     def upper(self) -> float: ...
-    @property
-    def weight(self) -> float: ...
-    @property
-    def defect_weight(self) -> float: ...
-    @property
-    def effective_n(self) -> float: ...
 
 
 class SummarySource(Protocol):
