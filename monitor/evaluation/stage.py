@@ -74,7 +74,8 @@ class EvaluationStage:
         self._mark_jailbreak = jailbreak_marker(self._evaluators)
         self._consumers = tuple(consumers)
         self._telemetry = telemetry
-        self._queue: asyncio.Queue[tuple[Turn, SamplingDecision]] = asyncio.Queue(maxsize=queue_size)
+        # (turn, decision, text bytes counted against max_queue_bytes)
+        self._queue: asyncio.Queue[tuple[Turn, SamplingDecision, int]] = asyncio.Queue(maxsize=queue_size)
         self._n_workers = workers
         self._workers: list[asyncio.Task[None]] = []
         self._errors = InternalErrors()
@@ -96,7 +97,7 @@ class EvaluationStage:
             self._telemetry.queue_dropped(_QUEUE, 1)
             return
         try:
-            self._queue.put_nowait((turn, decision))
+            self._queue.put_nowait((turn, decision, size))
         except asyncio.QueueFull:
             self._telemetry.queue_dropped(_QUEUE, 1)
             return
@@ -131,11 +132,12 @@ class EvaluationStage:
                 if not rows:
                     break
                 for seq, turn, decision in rows:
+                    size = turn.text_bytes
                     try:
-                        self._queue.put_nowait((turn, decision))
+                        self._queue.put_nowait((turn, decision, size))
                     except asyncio.QueueFull:  # new turns took the room meanwhile: later
                         break
-                    self._queued_bytes += turn.text_bytes
+                    self._queued_bytes += size
                     last = seq
                     resumed += 1
         except Exception:  # the store went away: what is left stays for the next start
@@ -146,8 +148,8 @@ class EvaluationStage:
 
     async def _work(self) -> None:
         while True:
-            turn, decision = await self._queue.get()
-            self._queued_bytes = max(0, self._queued_bytes - turn.text_bytes)
+            turn, decision, size = await self._queue.get()
+            self._queued_bytes -= size
             self._in_flight += 1
             try:
                 await self._evaluate(turn, decision)
@@ -196,6 +198,7 @@ class EvaluationStage:
         while not self._queue.empty():
             self._queue.get_nowait()
             self._queue.task_done()
+        self._queued_bytes = 0
         if left:
             if self._backlog is not None:
                 self._telemetry.backlog("deferred", left)
