@@ -50,6 +50,7 @@ class BatchWriter(ABC):
         self._log = log
         self._label = label
         self._queue: deque[tuple[float, EvaluationResult]] = deque()
+        self._sizes: deque[int] = deque()  # text bytes of each queued result, in queue order
         self._wake = asyncio.Event()
         # Results consumed before start() wait in the queue for the writer.
         self._accepting = True
@@ -67,6 +68,7 @@ class BatchWriter(ABC):
             self._drops.queue_dropped(self._queue_name, 1)
             return
         self._queue.append((self._clock(), result))
+        self._sizes.append(size)
         self._queued_bytes += size
         if len(self._queue) >= self._batch_size:
             self._wake.set()
@@ -105,6 +107,7 @@ class BatchWriter(ABC):
         if self._queue:
             self._drops.queue_dropped(self._queue_name, len(self._queue))
             self._queue.clear()
+            self._sizes.clear()
             self._queued_bytes = 0
         return True
 
@@ -117,7 +120,7 @@ class BatchWriter(ABC):
                 except TimeoutError:
                     pass
             batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
-            self._queued_bytes = max(0, self._queued_bytes - sum(r.turn.text_bytes for _, r in batch))
+            self._queued_bytes -= sum(self._sizes.popleft() for _ in batch)
             if batch:
                 await self._write_batch(batch)
             await self._after_batch()
