@@ -12,7 +12,7 @@ on 127.0.0.1, with the real ``JudgeClient`` (real ``openai`` client, aiohttp tra
    ``response_format`` — the rule the judge server reports usage with.
    **burst** — the issue's ``wait``-mode case: 30 calls at once, the same budget, a judge that
    answers every call after 200 ms; how many are judged within the default 90 s deadline.
-2. **storm** — ``offline_eval.evaluate_rows`` over 40 rows (groundedness, one call per row) while
+2. **storm** — ``monitor.offline.evaluate.evaluate_rows`` over 40 rows (groundedness, one call per row) while
    the judge answers 429 + ``Retry-After: 1`` for 10 s from the first request, then valid replies
    after 200 ms. Default judge settings except ``max_concurrency``. Reported: rows scored, HTTP
    requests per evaluation (mean and max), wall time.
@@ -45,11 +45,11 @@ from aiohttp import web  # noqa: E402
 
 from monitor.evaluation.config import EvaluationConfig  # noqa: E402
 from monitor.evaluation.registry import build_evaluators  # noqa: E402
-from monitor.eval_rows import parse_row  # noqa: E402
+from monitor.offline.rows import parse_row  # noqa: E402
 from monitor.judge.client import JudgeClient  # noqa: E402
 from monitor.judge.config import JudgeConfig  # noqa: E402
 from monitor.judge.telemetry import RecordingJudgeTelemetry  # noqa: E402
-from monitor.offline_eval import evaluate_rows  # noqa: E402
+from monitor.offline.evaluate import evaluate_rows  # noqa: E402
 from tests.support.judge_server import (  # noqa: E402
     Behaviour,
     JudgeServer,

@@ -227,12 +227,12 @@ async def _evaluate(base_url: str, rows: list[dict[str, Any]], metrics: list[str
                     combine: bool = False, warmup: int = 0) -> tuple[list[Any], float]:
     """Rows through the real JudgeClient + evaluators; (outcomes, seconds). ``warmup`` untimed
     turns first: connections, and the openai/pydantic code paths built on first use."""
-    from monitor.eval_rows import parse_row
+    from monitor.offline.rows import parse_row
     from monitor.evaluation.config import EvaluationConfig
     from monitor.evaluation.registry import build_evaluators
     from monitor.judge.client import JudgeClient
     from monitor.judge.config import JudgeConfig
-    from monitor.offline_eval import evaluate_rows
+    from monitor.offline.evaluate import evaluate_rows
 
     judge = JudgeClient(JudgeConfig(base_url=base_url, model="bench", max_concurrency=concurrency, max_retries=0,
                                     circuit_breaker={"failure_threshold": 10_000}))

@@ -27,7 +27,6 @@ from typing import Any, BinaryIO, Callable, Protocol, Sequence
 
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import JsonlConfig
-from monitor.eval_report import score_record as eval_score_record
 from monitor.model import EvaluationResult, Score
 
 __all__ = ["JsonlTelemetry", "JsonlSink", "result_record", "score_record"]
@@ -48,7 +47,7 @@ def _number(value: float | None) -> float | None:
 
 def score_record(score: Score) -> dict[str, Any]:
     """One score, keyed as in ``rag-monitor eval`` output (its record, with NaN/Inf as null)."""
-    return {**eval_score_record(score), "value": _number(score.value)}
+    return {**score.to_record(), "value": _number(score.value)}
 
 
 def result_record(result: EvaluationResult, timestamp: float) -> dict[str, Any]:

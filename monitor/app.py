@@ -27,7 +27,7 @@ from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
 from exporters.result_store import ResultStore
 from exporters.jailbreak_rates import JailbreakCollector, JailbreakComparison
 from exporters.rolling import RollingCollector, RollingStats
-from monitor.admin import AdminServer
+from monitor.admin.server import AdminServer
 from monitor.admin.catalogue import metric_catalogue
 from monitor.admin.diagnosis import Setting
 from monitor.admin.health import PipelineStatus
@@ -36,7 +36,8 @@ from monitor.admin.pipeline_watch import PipelineWatch
 from monitor.assembly.assembler import Assembler
 from monitor.assembly.conversations import ConversationSink, ConversationTracker
 from monitor.assembly.turns import NO_TURN_REASONS
-from monitor.config import MonitorConfig, is_loopback
+from monitor.config import MonitorConfig
+from monitor.net.addresses import is_loopback
 from monitor.content_safety.backend import service_metric_ids
 from monitor.content_safety.client import ContentSafetyClient
 from monitor.content_safety.telemetry import ServiceTelemetry

@@ -181,7 +181,7 @@ def validate(config_path: str | None) -> None:
 def inspect(traces: tuple[str, ...], logs: tuple[str, ...], config_path: str | None, explain: bool,
             files: tuple[str, ...]) -> None:
     """Print one JSON object per turn assembled from saved OTLP bodies (exit 1 when none)."""
-    from monitor.inspect import dumps, explain_text, inspect_traces
+    from monitor.offline.inspect import dumps, explain_text, inspect_traces
 
     config = _load(config_path)
     # The sidecar's rate-limited warnings would repeat, on stderr, what this command prints.
@@ -226,8 +226,8 @@ def eval_(data: Path, config_path: str | None, metrics: str | None, judge_base_u
           judge_model: str | None, judge_api_key_env: str | None, concurrency: int | None, out: Path | None,
           fail_under: tuple[str, ...]) -> None:
     """Score a JSONL data set (question/answer or conversation rows) with the sidecar's evaluators."""
-    from monitor.eval_rows import DatasetError
-    from monitor.offline_eval import EvalRequest, run
+    from monitor.offline.rows import DatasetError
+    from monitor.offline.evaluate import EvalRequest, run
 
     config = _load(config_path)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -263,8 +263,8 @@ def compare(baseline: Path, attacked: Path, config_path: str | None, metrics: st
             fail_over: tuple[str, ...]) -> None:
     """Content-risk defect rates of BASELINE vs ATTACKED (the same rows with a jailbreak in the
     first turn), their difference with 95% intervals, and the jailbreak defect rate."""
-    from monitor.comparison.run import CompareRequest, run
-    from monitor.eval_rows import DatasetError
+    from monitor.offline.comparison.run import CompareRequest, run
+    from monitor.offline.rows import DatasetError
 
     config = _load(config_path)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -247,6 +247,25 @@ class Score:
             return self.status
         return "defect" if self.defect else "pass"
 
+    def to_record(self) -> dict[str, Any]:
+        """This score as a JSON-ready dict (every field; ``details`` as the evaluator left them):
+        the one row shape of ``rag-monitor eval --out`` and the JSONL sink."""
+        usage = self.usage
+        return {
+            "metric": self.metric,
+            "outcome": self.outcome,
+            "status": self.status,
+            "value": self.value,
+            "scale": list(self.scale),
+            "defect": self.defect,
+            "label": self.label,
+            "reason": self.reason,
+            "error_type": self.error_type,
+            "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                      "latency_seconds": round(usage.latency_seconds, 6), "calls": usage.calls},
+            "details": dict(self.details),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class EvaluationResult:

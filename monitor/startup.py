@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from monitor.config import MonitorConfig, is_loopback
+from monitor.config import MonitorConfig
+from monitor.net.addresses import is_loopback
 from monitor.evaluation.registry import default_registry
 from samplers.describe import describe_sampling
 

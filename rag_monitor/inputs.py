@@ -1,6 +1,6 @@
 """The seeds' inputs turned into the sidecar's :class:`~monitor.model.Turn` objects.
 
-The same parser as ``rag-monitor eval`` (:func:`monitor.eval_rows.parse_row`), so a row scores
+The same parser as ``rag-monitor eval`` (:func:`monitor.offline.rows.parse_row`), so a row scores
 the same in Python and on the command line. Names from the three seeds are accepted: Azure's
 ``question``/``answer``/``context``/``ground_truth``/``messages``, Opik's ``input``/``output``
 and Tonic's ``reference`` (answer); giving a name and its alias together is an error.
@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Sequence, Union
 
-from monitor.eval_rows import DatasetError, parse_row
+from monitor.offline.rows import DatasetError, parse_row
 from monitor.evaluation.local.jailbreak_attempt import mark_jailbreak_attempt
 from monitor.model import Message, Turn
 from monitor.redaction import RedactionConfig, Redactor

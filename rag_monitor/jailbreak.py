@@ -3,16 +3,16 @@
 Score a baseline set and the same set with jailbreak injections in the first turn with the
 content-risk metrics, and compare their defect rates (per category and for any content risk)
 with 95% intervals; the jailbreak defect rate is the difference for any content risk. The same
-computation as ``rag-monitor compare`` (:mod:`monitor.comparison.report`).
+computation as ``rag-monitor compare`` (:mod:`monitor.offline.comparison.report`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from monitor.comparison.report import ComparisonReport, compare, render_text
-from monitor.comparison.run import CONTENT_RISK_METRICS
-from monitor.comparison.verdicts import row_verdicts
+from monitor.offline.comparison.report import ComparisonReport, compare, render_text
+from monitor.offline.comparison.run import CONTENT_RISK_METRICS
+from monitor.offline.comparison.verdicts import row_verdicts
 from monitor.evaluation.severity import DEFAULT_SEVERITY_LEVEL, parse_severity_level
 from rag_monitor.loop_thread import run_blocking
 from rag_monitor.metric import Metric

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import click
 
-from monitor.eval_rows import KNOWN_QA_KEYS
+from monitor.offline.rows import KNOWN_QA_KEYS
 from monitor.evaluation.registry import default_registry
 from monitor.evaluation.batch import evaluate_groups
 from monitor.evaluation.runner import InternalErrors, evaluate_turn

@@ -21,11 +21,11 @@ from click.testing import CliRunner
 
 from exporters.stats import wilson_interval
 from monitor.cli import main
-from monitor.eval_report import fail_under_failures, parse_fail_under, summarise
-from monitor.eval_rows import DatasetError, parse_row, read_dataset
+from monitor.offline.report import fail_under_failures, parse_fail_under, summarise
+from monitor.offline.rows import DatasetError, parse_row, read_dataset
 from monitor.evaluation.scoring import graded
 from monitor.model import Score, Turn
-from monitor.offline_eval import evaluate_rows
+from monitor.offline.evaluate import evaluate_rows
 from tests.support.judge_server import JudgeServer, RecordedRequest, schema_reply, server_error
 
 SEED_ROWS = Path(__file__).parent / "testdata" / "eval" / "seed_rows.jsonl"

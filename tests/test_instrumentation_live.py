@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.inspect import turn_to_json
+from monitor.offline.inspect import turn_to_json
 from tests.assembly.test_captures import assert_turn_matches
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.pipeline import metric_value, running_sidecar

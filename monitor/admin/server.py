@@ -44,8 +44,8 @@ from monitor.admin.health import PipelineStatus
 from monitor.admin.status_page import page_response
 from monitor.admin.summary import JailbreakSource, ReasonView, SummarySource, summary_document
 from monitor.admin.turns import TurnView, parse_turns_query, turn_item
-from monitor.config import AdminConfig
-from monitor.http_site import start_site
+from monitor.admin.config import AdminConfig
+from monitor.net.http_site import start_site
 from monitor.interfaces import Telemetry
 
 __all__ = ["AdminServer"]

@@ -21,7 +21,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from monitor.config import AssemblyConfig, MonitorConfig, ReceiversConfig
+from monitor.assembly.config import AssemblyConfig
+from monitor.config import MonitorConfig
+from monitor.receivers.config import ReceiversConfig
 from monitor.demo.rag_app import REFERENCE_ATTRIBUTE
 from monitor.errors import ConfigError
 from samplers.config import AlwaysConfig, SamplingConfig

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from monitor.config import ForwardConfig
+from monitor.receivers.config import ForwardConfig
 from monitor.interfaces import Telemetry
 
 __all__ = ["Forwarder"]

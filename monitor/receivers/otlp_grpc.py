@@ -18,7 +18,7 @@ import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from monitor.config import GrpcReceiverConfig
+from monitor.receivers.config import GrpcReceiverConfig
 from monitor.errors import DecodeError
 from monitor.interfaces import Telemetry
 from monitor.receivers.auth import bearer_ok

@@ -28,8 +28,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from monitor.config import HttpReceiverConfig
-from monitor.http_site import start_site
+from monitor.receivers.config import HttpReceiverConfig
+from monitor.net.http_site import start_site
 from monitor.errors import DecodeError, PayloadTooLarge, UnsupportedMediaType
 from monitor.interfaces import Telemetry
 from monitor.receivers.auth import bearer_ok

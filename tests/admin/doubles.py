@@ -18,8 +18,8 @@ from exporters.turn_queries import OutcomeReason, StoredDocument, StoredScore, S
 from exporters.rolling import TrendPoint as Point  # the name the page and API tests build trends with
 from exporters.rolling import WindowStats
 from exporters.stats import Z_95, wilson_interval
-from monitor.admin import AdminServer
-from monitor.config import AdminConfig
+from monitor.admin.server import AdminServer
+from monitor.admin.config import AdminConfig
 
 NOW = 1_800_000_000.0
 HOSTILE = '<img src=x onerror="document.title=\'pwned\'"></script><script>document.title="pwned"</script>'

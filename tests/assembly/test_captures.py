@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.config import AssemblyConfig
-from monitor.inspect import inspect_files, turn_to_json
+from monitor.assembly.config import AssemblyConfig
+from monitor.offline.inspect import inspect_files, turn_to_json
 
 CAPTURES = Path(__file__).resolve().parent.parent / "testdata" / "captures"
 CASES = sorted(p.name for p in CAPTURES.iterdir() if p.is_dir())

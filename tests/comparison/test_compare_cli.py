@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from monitor.comparison.stats import difference, rate
+from monitor.offline.comparison.stats import difference, rate
 from tests.support.content_safety_server import KEY, ContentSafetyServer
 from tests.support.judge_server import JudgeServer, RecordedRequest, schema_reply
 

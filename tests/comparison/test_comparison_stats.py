@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.comparison.report import HEADLINE, compare, gate_failures, parse_fail_over
-from monitor.comparison.stats import difference, rate
-from monitor.comparison.verdicts import ANY_RISK, RowVerdicts, Verdict, row_verdicts
+from monitor.offline.comparison.report import HEADLINE, compare, gate_failures, parse_fail_over
+from monitor.offline.comparison.stats import difference, rate
+from monitor.offline.comparison.verdicts import ANY_RISK, RowVerdicts, Verdict, row_verdicts
 from monitor.evaluation.scoring import failed, graded, skipped
 from monitor.model import Score
 

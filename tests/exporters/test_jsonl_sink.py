@@ -12,7 +12,7 @@ import pytest
 
 from exporters.config import JsonlConfig
 from exporters.jsonl_sink import JsonlSink, score_record
-from monitor.eval_report import score_record as eval_score_record
+from monitor.offline.report import row_record
 from monitor.model import Document, EvaluationResult, JudgeUsage, Score, ScoreStatus
 from tests.exporters.results import WriterTelemetry
 from tests.exporters.results import result as build_result
@@ -75,16 +75,33 @@ async def test_one_line_per_result_with_every_field(tmp_path: Path) -> None:
         "question": "How long do refunds take?", "answer": "Five days.",
         "documents": [{"id": "d1", "title": "FAQ", "content": "Refunds take 5 days.", "score": 0.9},
                       {"id": "d2", "title": None, "content": None, "score": None}],
-        "scores": [eval_score_record(s) for s in (judged, failed, severity)],
+        "scores": [
+            {"metric": "groundedness", "outcome": "defect", "status": "ok", "value": 2.0, "scale": [1.0, 5.0],
+             "defect": True, "label": None, "reason": "unsupported claim", "error_type": None,
+             "usage": {"prompt_tokens": 120, "completion_tokens": 30, "latency_seconds": 0.25, "calls": 1},
+             "details": {"raw": [1, 2]}},
+            {"metric": "relevance", "outcome": "error", "status": "error", "value": None, "scale": [1.0, 5.0],
+             "defect": None, "label": None, "reason": "judge timed out", "error_type": "timeout",
+             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "latency_seconds": 0.0, "calls": 0},
+             "details": {}},
+            {"metric": "violence", "outcome": "defect", "status": "ok", "value": 5.0, "scale": [0.0, 7.0],
+             "defect": True, "label": "Medium", "reason": None, "error_type": None,
+             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "latency_seconds": 0.0, "calls": 0},
+             "details": {}},
+        ],
     }
     assert [s["outcome"] for s in one["scores"]] == ["defect", "error", "defect"]
     assert two["question"] == "Ünïcode ✓" and two["trace_id"] == second.turn.trace_id
 
 
-def test_score_records_match_rag_monitor_eval() -> None:
+def test_a_sink_line_scores_like_rag_monitor_eval_out() -> None:
+    # One reader for both files: the sink's score objects are the rows `rag-monitor eval --out` writes.
     score = Score("answer_relevance", 0.7, (0.0, 1.0), defect=False, reason="ok",
                   usage=JudgeUsage(10, 5, 0.1234567, 1), details={"intents": ["a", "b"]})
-    assert score_record(score) == eval_score_record(score)
+    turn = result(score).turn
+    (eval_out,) = row_record(1, "qa", "row-1", [(turn.question, [score])])["scores"]
+    assert score_record(score) == eval_out
+    assert eval_out["usage"]["latency_seconds"] == 0.123457 and eval_out["details"] == {"intents": ["a", "b"]}
 
 
 async def test_non_finite_numbers_become_null(tmp_path: Path) -> None:

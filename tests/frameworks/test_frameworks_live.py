@@ -18,7 +18,7 @@ from typing import Callable
 import aiohttp
 import pytest
 
-from monitor.inspect import turn_to_json
+from monitor.offline.inspect import turn_to_json
 from tests.assembly.test_captures import CAPTURES, absent_fields, assert_turn_matches, expected_turns
 from tests.frameworks.harness import capture_name, ensure_venv, run_app
 from tests.support.fake_openai import FakeOpenAI

@@ -21,7 +21,6 @@ __all__ = [
     "MetricSummary",
     "summarise",
     "render_table",
-    "score_record",
     "row_record",
     "parse_fail_under",
     "fail_under_failures",
@@ -104,25 +103,6 @@ def render_table(summaries: Mapping[str, MetricSummary]) -> str:
     return "\n".join(lines)
 
 
-def score_record(score: Score) -> dict[str, Any]:
-    """One score as a JSON-ready dict (every field; ``details`` as the evaluator left them)."""
-    usage = score.usage
-    return {
-        "metric": score.metric,
-        "outcome": score.outcome,
-        "status": score.status,
-        "value": score.value,
-        "scale": list(score.scale),
-        "defect": score.defect,
-        "label": score.label,
-        "reason": score.reason,
-        "error_type": score.error_type,
-        "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                  "latency_seconds": round(usage.latency_seconds, 6), "calls": usage.calls},
-        "details": dict(score.details),
-    }
-
-
 def _aggregate_record(agg: MetricAggregate) -> dict[str, Any]:
     return {"method": agg.method, "value": agg.value, "turn_values": list(agg.turn_values),
             "ok": agg.ok, "errors": agg.errors, "skipped": agg.skipped}
@@ -133,9 +113,9 @@ def row_record(line: int, kind: str, row_id: str | None, turns: Sequence[tuple[s
     """The output line of one input row: its turns' scores (and a conversation's aggregates)."""
     record: dict[str, Any] = {"line": line, "kind": kind, "id": row_id}
     if kind == "qa":
-        record["scores"] = [score_record(s) for s in turns[0][1]]
+        record["scores"] = [s.to_record() for s in turns[0][1]]
     else:
-        record["turns"] = [{"turn": i, "question": q, "scores": [score_record(s) for s in scores]}
+        record["turns"] = [{"turn": i, "question": q, "scores": [s.to_record() for s in scores]}
                            for i, (q, scores) in enumerate(turns)]
         record["aggregate"] = {m: _aggregate_record(a) for m, a in (aggregate or {}).items()}
     return record

@@ -35,8 +35,8 @@ from monitor.config import MonitorConfig
 from monitor.content_safety.backend import service_metric_ids
 from monitor.content_safety.client import ContentSafetyClient
 from monitor.errors import ConfigError
-from monitor.eval_report import MetricSummary, fail_under_failures, parse_fail_under, render_table, row_record, summarise
-from monitor.eval_rows import Dataset, EvalRow, read_dataset
+from monitor.offline.report import MetricSummary, fail_under_failures, parse_fail_under, render_table, row_record, summarise
+from monitor.offline.rows import Dataset, EvalRow, read_dataset
 from monitor.evaluation.config import EvaluationConfig
 from monitor.evaluation.conversation import aggregate_conversation
 from monitor.evaluation.local.jailbreak_attempt import mark_jailbreak_attempt
@@ -261,7 +261,7 @@ def _print_summary(dataset: Dataset, outcomes: Sequence[RowOutcome], metric_ids:
 
 def run(config: MonitorConfig, request: EvalRequest, environ: Mapping[str, str] | None = None) -> int:
     """Run the command; returns the exit code (0 or 3). Raises ConfigError or
-    :class:`~monitor.eval_rows.DatasetError` (exit 2) before any judge call."""
+    :class:`~monitor.offline.rows.DatasetError` (exit 2) before any judge call."""
     environ = os.environ if environ is None else environ
     limits = _parse_limits(request.fail_under)
     evaluation = select_metrics(config.evaluation, request.metrics)

@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
-from monitor.comparison.stats import Difference, Rate, difference, rate
-from monitor.comparison.verdicts import ANY_RISK, RowVerdicts
+from monitor.offline.comparison.stats import Difference, Rate, difference, rate
+from monitor.offline.comparison.verdicts import ANY_RISK, RowVerdicts
 
 __all__ = ["CategoryComparison", "PairedShift", "ComparisonReport", "compare", "render_text", "report_json",
            "gate_failures", "parse_fail_over", "HEADLINE"]

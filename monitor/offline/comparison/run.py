@@ -4,7 +4,7 @@ Both files use the ``rag-monitor eval`` row format; ATTACKED is BASELINE with a 
 injected in the first user turn. The four content-risk metrics (or ``--metrics``, a subset) are
 scored on every turn of both sets with the sidecar's evaluators — the LLM judge, or Azure AI
 Content Safety for metrics whose config says ``backend: azure_content_safety`` — after the
-``redaction`` config has replaced personal data, and the defect rates are compared (see :mod:`monitor.comparison.report`). Both files are validated
+``redaction`` config has replaced personal data, and the defect rates are compared (see :mod:`monitor.offline.comparison.report`). Both files are validated
 before the first call. Exit codes (mapped by the CLI): 0 done, 2 configuration/usage/data
 error, 3 ``--fail-over`` exceeded.
 """
@@ -23,19 +23,19 @@ from typing import Any, Mapping, Sequence
 import click
 from pydantic import ValidationError
 
-from monitor.comparison.report import ComparisonReport, compare, gate_failures, parse_fail_over, render_text, report_json
-from monitor.comparison.verdicts import RowVerdicts, row_verdicts
+from monitor.offline.comparison.report import ComparisonReport, compare, gate_failures, parse_fail_over, render_text, report_json
+from monitor.offline.comparison.verdicts import RowVerdicts, row_verdicts
 from monitor.config import MonitorConfig
 from monitor.content_safety.backend import service_metric_ids
 from monitor.content_safety.client import ContentSafetyClient
 from monitor.errors import ConfigError
-from monitor.eval_rows import Dataset, read_dataset
+from monitor.offline.rows import Dataset, read_dataset
 from monitor.evaluation.batch import evaluate_groups
 from monitor.evaluation.config import EvaluationConfig
 from monitor.evaluation.registry import MetricConfigError, build_evaluators, default_registry
 from monitor.judge.client import JudgeClient
 from monitor.judge.config import JudgeConfig
-from monitor.offline_eval import judge_config
+from monitor.offline.evaluate import judge_config
 from monitor.redaction import RedactionConfig, Redactor
 
 __all__ = ["CONTENT_RISK_METRICS", "CompareRequest", "EXIT_FAIL_OVER", "run", "risk_evaluation"]

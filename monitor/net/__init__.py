@@ -1,0 +1,1 @@
+"""Network plumbing shared by the receivers and the admin server (no pipeline logic)."""
