@@ -56,3 +56,28 @@ def test_rule_and_preparation() -> None:
 
 def test_pieces_are_bounded() -> None:
     assert len(split_sentences("word. " * 100_000)) == MAX_PIECES
+
+
+def test_the_shipped_weights_score_as_scikit_learn_does() -> None:
+    # The reference is alt-profanity-check itself (test extra); the corpus mixes its vocabulary
+    # with other words, case and punctuation, plus the prepared forms of this file's examples.
+    from monitor.evaluation.local.offensive.model import load_model
+    from tools.export_offensive_model import max_difference, sample_corpus
+
+    model = load_model()
+    texts = sample_corpus(sorted(model.terms), count=3000, seed=99) + [prepare(t) for t in OFFENSIVE + CLEAN]
+    assert max_difference(model, texts) < 1e-9
+
+
+def test_scoring_needs_neither_scikit_learn_nor_alt_profanity_check() -> None:
+    import subprocess
+    import sys
+
+    code = ("import asyncio, sys\n"
+            "from monitor.evaluation.local.offensive_language import OffensiveLanguageEvaluator\n"
+            "from tests.evaluation.fakes import rag_turn\n"
+            "(s,) = asyncio.run(OffensiveLanguageEvaluator().evaluate(rag_turn(answer='What a shit answer.')))\n"
+            "assert s.defect, s\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sklearn', 'profanity_check', 'scipy')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,123 @@
+"""Score a text with the exported offensive-language model: a dictionary lookup and a dot product.
+
+The model is alt-profanity-check 1.9.1's: a TF-IDF bag of words (scikit-learn's default
+tokeniser: lower-cased runs of two or more word characters; English stop words are not in the
+vocabulary, so looking tokens up drops them) and a ``CalibratedClassifierCV`` of five linear SVMs,
+each with a sigmoid calibration; the probability is the mean of the five calibrated ones.
+``weights.npz`` holds exactly those numbers (written by ``tools/export_offensive_model.py``, which
+checks the export against scikit-learn before it writes). Scoring here repeats the arithmetic in
+plain Python: per text, count the vocabulary tokens, weight them by idf, L2-normalise, one dot
+product per fold. No per-call numpy set operations (the ``np.unique`` inside scikit-learn's
+vectoriser was most of the old cost), no scikit-learn at run time, nothing downloaded. The file
+is read once per process, on first use, never at import.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+__all__ = ["WEIGHTS_FILE", "FORMAT_VERSION", "TOKEN", "ModelError", "OffensiveModel", "read_model", "load_model",
+           "model_loaded"]
+
+WEIGHTS_FILE = "weights.npz"
+FORMAT_VERSION = 1
+# scikit-learn's default token_pattern, which the shipped vectoriser was fitted with (the export
+# script refuses a vectoriser with any other).
+TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+
+class ModelError(RuntimeError):
+    """The weights file is missing, from another format version, or inconsistent."""
+
+
+def _calibrated(margin: float, a: float, b: float) -> float:
+    # scikit-learn's _SigmoidCalibration: expit(-(a * margin + b)), written so exp never overflows.
+    z = a * margin + b
+    if z >= 0:
+        e = math.exp(-z)
+        return e / (1.0 + e)
+    return 1.0 / (1.0 + math.exp(z))
+
+
+@dataclass(frozen=True, eq=False)
+class OffensiveModel:
+    """The exported classifier; :meth:`probability` is ``profanity_check.predict_prob`` for one text."""
+
+    terms: Mapping[str, tuple[float, ...]]
+    """Vocabulary term -> (idf, coefficient of each fold)."""
+    intercepts: tuple[float, ...]
+    calibration: tuple[tuple[float, float], ...]
+    """Per fold, the sigmoid ``(a, b)``: probability = 1 / (1 + exp(a * margin + b))."""
+    source: str
+
+    def probability(self, text: str) -> float:
+        """Probability that ``text`` is offensive (the mean of the folds' calibrated probabilities)."""
+        terms = self.terms
+        counts: dict[str, int] = {}
+        for token in TOKEN.findall(text.lower()):
+            if token in terms:
+                counts[token] = counts.get(token, 0) + 1
+        folds = len(self.intercepts)
+        dots = [0.0] * folds
+        norm2 = 0.0
+        for token, n in counts.items():
+            row = terms[token]
+            x = n * row[0]
+            norm2 += x * x
+            for k in range(folds):
+                dots[k] += x * row[k + 1]
+        scale = 1.0 / math.sqrt(norm2) if norm2 else 0.0
+        total = 0.0
+        for k, (a, b) in enumerate(self.calibration):
+            total += _calibrated(dots[k] * scale + self.intercepts[k], a, b)
+        return total / folds
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ModelError(message)
+
+
+def read_model(path: Path) -> OffensiveModel:
+    """The model stored at ``path`` (arrays only: loaded without pickle)."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"cannot read the offensive-language weights {path}: {exc}") from exc
+    with data:
+        _check(int(data["format_version"]) == FORMAT_VERSION,
+               f"{path}: format version {int(data['format_version'])}, expected {FORMAT_VERSION}")
+        vocabulary = bytes(np.asarray(data["vocabulary"], dtype=np.uint8)).decode("utf-8").split("\n")
+        idf = np.asarray(data["idf"], dtype=np.float64)
+        coef = np.asarray(data["coef"], dtype=np.float64)
+        intercepts = tuple(float(v) for v in data["intercepts"])
+        calibration = tuple((float(a), float(b)) for a, b in np.asarray(data["calibration"], dtype=np.float64))
+        source = str(data["source"])
+    folds = len(intercepts)
+    _check(idf.shape == (len(vocabulary),), f"{path}: {idf.shape[0]} idf values for {len(vocabulary)} terms")
+    _check(coef.shape == (folds, len(vocabulary)), f"{path}: coefficients of shape {coef.shape}")
+    _check(len(calibration) == folds and folds > 0, f"{path}: {len(calibration)} calibrations for {folds} folds")
+    rows = np.column_stack([idf, coef.T]).tolist()
+    terms = {term: tuple(row) for term, row in zip(vocabulary, rows)}
+    _check(len(terms) == len(vocabulary), f"{path}: duplicate vocabulary terms")
+    return OffensiveModel(terms, intercepts, calibration, source)
+
+
+@functools.cache
+def load_model() -> OffensiveModel:
+    """The model shipped in this package (read on the first call, then shared)."""
+    with resources.as_file(resources.files(__package__) / WEIGHTS_FILE) as path:
+        return read_model(path)
+
+
+def model_loaded() -> bool:
+    """Whether :func:`load_model` has already read the file in this process."""
+    return load_model.cache_info().currsize > 0
