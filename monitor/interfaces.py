@@ -3,42 +3,35 @@
 Consumers are synchronous and never block: a call either takes ownership of the data (the caller
 must not touch it afterwards) or drops it and counts the drop. None raises for overload. Stages
 are wired only in ``monitor.app``; each stage knows its downstream through these protocols.
+
+Seams that belong to one stage live with it: ``samplers.base.OutcomeSampler`` (what the sampling
+stage asks of a policy tree), ``monitor.assembly.conversations.ConversationSink``,
+``monitor.evaluation.stage.DecisionSource``, ``monitor.receivers.otlp_http.BodySink`` (the
+forwarder) and the per-stage telemetry protocols.
+Every stage's lifecycle is ``async start()`` then ``async shutdown(deadline)``: safe twice and
+without ``start``, drains what it accepted, honours ``deadline`` (a ``loop.time()`` value).
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Protocol, Sequence, runtime_checkable
+from typing import Mapping, Protocol, Sequence
 
 from monitor.model import (
     EvaluationResult,
     LogRecord,
-    SamplingDecision,
     Score,
     SpanRecord,
     Turn,
 )
 
 __all__ = [
-    "Component",
     "SpanConsumer",
     "TurnConsumer",
     "ResultConsumer",
-    "Sampler",
     "Evaluator",
     "Telemetry",
     "NullTelemetry",
 ]
-
-
-@runtime_checkable
-class Component(Protocol):
-    """Lifecycle contract: ``start`` returns fast; ``shutdown`` is safe twice and without
-    ``start``, stops accepting, drains what it already accepted, and honours ``deadline``
-    (a ``loop.time()`` value)."""
-
-    async def start(self) -> None: ...
-
-    async def shutdown(self, deadline: float) -> None: ...
 
 
 class SpanConsumer(Protocol):
@@ -62,14 +55,6 @@ class ResultConsumer(Protocol):
     """Exporters: Prometheus, OTLP, events, store. Must not block."""
 
     def consume_result(self, result: EvaluationResult) -> None: ...
-
-
-class Sampler(Protocol):
-    """Decides once per conversation, at its first turn; pure given its injected clock."""
-
-    name: str
-
-    def decide(self, turn: Turn) -> SamplingDecision: ...
 
 
 class Evaluator(Protocol):

@@ -120,7 +120,7 @@ class SamplingResult:
 
 
 class OutcomeSampler(Protocol):
-    """A ``monitor.interfaces.Sampler`` that also reports the outcome (what the stage needs)."""
+    """What the sampling stage asks of a policy tree: a decision and its outcome."""
 
     name: str
 
@@ -130,7 +130,7 @@ class OutcomeSampler(Protocol):
 
 
 class PolicySampler:
-    """The root of a policy tree: implements ``monitor.interfaces.Sampler``.
+    """The root of a policy tree: implements :class:`OutcomeSampler`.
 
     ``decide`` is meant to be called once per conversation (at its first turn); caching the
     decision for later turns is :class:`samplers.stage.SamplingStage`'s job.

@@ -35,12 +35,27 @@ async def test_start_shutdown_start_again_on_the_same_ports():
     await sidecar.shutdown()
 
 
+async def _readyz(port: int) -> int | None:
+    """/readyz's status, or None when nothing listens on the port any more."""
+    try:
+        async with aiohttp.ClientSession() as s:
+            async with s.get(f"http://127.0.0.1:{port}/readyz") as r:
+                return r.status
+    except aiohttp.ClientConnectionError:
+        return None
+
+
 async def test_shutdown_twice_and_without_start_is_safe():
     sidecar = Sidecar(test_config(), registry=CollectorRegistry())
-    await sidecar.shutdown()
+    await sidecar.shutdown()  # before start: a no-op, and start still works afterwards
+    assert not sidecar.ready()
     await sidecar.start()
+    assert sidecar.ready() and await _readyz(sidecar.admin.port) == 200
+    admin_port = sidecar.admin.port
     await sidecar.shutdown()
-    await sidecar.shutdown()
+    await sidecar.shutdown()  # the second call neither raises nor reopens anything
+    assert not sidecar.ready()
+    assert await _readyz(admin_port) is None
 
 
 async def test_shutdown_flushes_pending_traces():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import socket
 from typing import Any
@@ -265,7 +266,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-async def test_a_collector_that_is_down_never_raises_into_the_pipeline() -> None:
+async def test_a_collector_that_is_down_never_raises_into_the_pipeline(caplog: pytest.LogCaptureFixture) -> None:
     metrics = OtlpMetrics(_config(endpoint=f"http://127.0.0.1:{_closed_port()}", timeout_seconds=0.5,
                                   interval_seconds=0.1), LabelPolicy([], max_values=5), SERVICE)
     await metrics.start()
@@ -273,6 +274,9 @@ async def test_a_collector_that_is_down_never_raises_into_the_pipeline() -> None
         metrics.consume_result(result(score("fluency", 5.0)))
         metrics.call_finished("fluency", "ok", 0.2)
     await asyncio.wait_for(_stop(metrics, seconds=2.0), 10)
+    # The failure is reported (by the SDK exporter's own log line), not raised.
+    assert any(r.name.startswith("opentelemetry.exporter.otlp") and r.levelno >= logging.ERROR
+               and "Failed to export" in r.getMessage() for r in caplog.records)
 
 
 async def test_lifecycle_shutdown_twice_without_start_and_restart(http_sink: OtlpHttpSink) -> None:

@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import Any, Iterator
 
 import pytest
+import yaml
 
 from tests.support.helm import CHART_DIR, ChartRenderError, render_chart
 
@@ -122,7 +123,7 @@ def test_cross_field_rules_fail_the_render_with_a_message(values: dict[str, Any]
 
 
 def test_secret_references_and_config_pass() -> None:
-    render_chart({
+    manifests = render_chart({
         "judgeApiKey": {"secretName": "openai", "secretKey": "key"},
         "extraEnv": [{"name": "OPENAI_API_KEY", "valueFrom": {"secretKeyRef": {"name": "openai", "key": "k"}}},
                      {"name": "HTTPS_PROXY", "value": "http://proxy:3128"}],
@@ -132,3 +133,14 @@ def test_secret_references_and_config_pass() -> None:
                        {"type": "probabilistic", "rate": 0.5}, {"type": "rate_limit", "conversations_per_second": 2}]}]}},
         "global": {"imageRegistry": "ignored"},
     })
+    # Accepted by the schema, and carried into the pod as references, never as secret values.
+    (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
+    (container,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "rag-monitor"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["OPENAI_API_KEY"]["valueFrom"] == {"secretKeyRef": {"name": "openai", "key": "k"}}
+    assert env["HTTPS_PROXY"]["value"] == "http://proxy:3128"
+    (config_map,) = [m for m in manifests if m["kind"] == "ConfigMap" and m["metadata"]["name"].endswith("rag-monitor")]
+    config = yaml.safe_load(config_map["data"]["config.yaml"])
+    assert config["judge"] == {"api_key_file": "/var/run/secrets/judge/key", "model": "m",
+                               "base_url": "http://judge:8000/v1"}
+    assert config["sampling"]["policies"][0]["mode"] == "all_of"
