@@ -20,11 +20,20 @@ the context are read.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 from monitor.evaluation.inputs import resolve_context
 from monitor.evaluation.local.offload import run_cpu_bound
-from monitor.evaluation.local.text import NEGATIONS, STOPWORDS, bounded_view, stem, terms, words
+from monitor.evaluation.local.text import (
+    CACHED_TOKEN_CHARS,
+    NEGATIONS,
+    STOPWORDS,
+    bounded_view,
+    stem,
+    terms_of,
+    words,
+)
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
 from monitor.model import Score, Turn
@@ -40,37 +49,43 @@ CONTEXT_VIEW = (49_152, 8_192)
 _NEGATION_REACH = 3  # a negation governs the next few words
 
 
+@functools.lru_cache(maxsize=65_536)
 def _term(token: str) -> str | None:
     return None if token in STOPWORDS or token in NEGATIONS or len(token) < 2 else stem(token)
 
 
 def negation_flips(answer: str, context: str) -> int:
     """Answer negations before a term the context has, where the context does not negate it."""
-    context_tokens = words(context)
+    return _negation_flips(words(answer), words(context))
+
+
+def _negation_flips(answer_tokens: list[str], context_tokens: list[str]) -> int:
+    if NEGATIONS.isdisjoint(answer_tokens):  # the usual answer: no need to read the context
+        return 0
     negated_in_context, present = set(), set()
     last_negation = -_NEGATION_REACH - 1
     for i, token in enumerate(context_tokens):
         if token in NEGATIONS:
             last_negation = i
             continue
-        term = _term(token)
+        term = _term(token) if len(token) <= CACHED_TOKEN_CHARS else None
         if term:
             present.add(term)
             if i - last_negation <= _NEGATION_REACH:
                 negated_in_context.add(term)
     flips = 0
-    answer_tokens = words(answer)
     for i, token in enumerate(answer_tokens):
         if token in NEGATIONS:
-            following = (_term(w) for w in answer_tokens[i + 1:i + 1 + _NEGATION_REACH])
+            following = (_term(w) for w in answer_tokens[i + 1:i + 1 + _NEGATION_REACH] if len(w) <= CACHED_TOKEN_CHARS)
             flips += any(t in present and t not in negated_in_context for t in following if t)
     return flips
 
 
 def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
     """Term and term-bigram support of ``answer`` by ``context``; None when the answer has no content terms."""
-    answer, context = bounded_view(answer, *ANSWER_VIEW), bounded_view(context, *CONTEXT_VIEW)
-    answer_terms, context_terms = terms(answer), terms(context)
+    answer_tokens = words(bounded_view(answer, *ANSWER_VIEW))
+    context_tokens = words(bounded_view(context, *CONTEXT_VIEW))
+    answer_terms, context_terms = terms_of(answer_tokens), terms_of(context_tokens)
     if not answer_terms:
         return None
     vocabulary = set(context_terms)
@@ -84,7 +99,7 @@ def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
         "content_terms": len(answer_terms),
         "bigram_support": bigram_support,
         "unsupported_terms": unsupported[:_MAX_LISTED],
-        "negation_flips": negation_flips(answer, context),
+        "negation_flips": _negation_flips(answer_tokens, context_tokens),
     }
 
 

@@ -12,7 +12,7 @@ import functools
 import re
 import unicodedata
 
-__all__ = ["words", "content_words", "terms", "stem", "bounded_view", "NEGATIONS", "STOPWORDS"]
+__all__ = ["words", "content_words", "terms", "terms_of", "token_terms", "stem", "bounded_view", "NEGATIONS", "STOPWORDS"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACELESS = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -81,12 +81,34 @@ def _strip_suffix(word: str) -> str:
     return word
 
 
+# Tokens up to this length are remembered by the term caches; a longer one (a run of Chinese
+# text can be one 16 KiB "word") is worked out each time rather than pinned in memory.
+CACHED_TOKEN_CHARS = 40
+
+
+def _token_terms_uncached(token: str) -> tuple[str, ...]:
+    if _SPACELESS.search(token):
+        return tuple(token[i:i + 2] for i in range(max(1, len(token) - 1)))
+    if token not in STOPWORDS and (len(token) > 1 or token.isdigit()):
+        return (stem(token),)
+    return ()
+
+
+_token_terms_cached = functools.lru_cache(maxsize=65_536)(_token_terms_uncached)
+
+
+def token_terms(token: str) -> tuple[str, ...]:
+    """The terms one token contributes: its stem, its character bigrams, or none (a stopword)."""
+    return _token_terms_cached(token) if len(token) <= CACHED_TOKEN_CHARS else _token_terms_uncached(token)
+
+
+def terms_of(tokens: list[str]) -> list[str]:
+    """:func:`terms` of text already split by :func:`words` (so callers tokenise once)."""
+    cached, limit = _token_terms_cached, CACHED_TOKEN_CHARS  # inlined token_terms: this is the hot loop
+    return [term for token in tokens
+            for term in (cached(token) if len(token) <= limit else _token_terms_uncached(token))]
+
+
 def terms(text: str) -> list[str]:
     """Stemmed content words, plus character bigrams for runs of spaceless scripts."""
-    out: list[str] = []
-    for token in words(text):
-        if _SPACELESS.search(token):
-            out.extend(token[i:i + 2] for i in range(max(1, len(token) - 1)))
-        elif token not in STOPWORDS and (len(token) > 1 or token.isdigit()):
-            out.append(stem(token))
-    return out
+    return terms_of(words(text))
