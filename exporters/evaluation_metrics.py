@@ -109,8 +109,8 @@ class PrometheusJudgeTelemetry:
     def attempt_failed(self, metric: str, outcome: str) -> None:
         self._attempts.labels(outcome).inc()
 
-    def tokens(self, metric: str, kind: str, count: int) -> None:
-        self._tokens.labels(kind, metric).inc(count)
+    def tokens(self, metric: str, kind: str, count: int, call: str = "single") -> None:
+        self._tokens.labels(kind, metric, call).inc(count)
 
     def circuit_state(self, state: str) -> None:
         self._circuit.set({"open": 1.0, "half_open": 0.5}.get(state, 0.0))

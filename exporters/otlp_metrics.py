@@ -424,9 +424,9 @@ class OtlpMetrics:
         if (i := self._i) is not None:
             i.judge_attempts.add(1, {"outcome": outcome})
 
-    def tokens(self, metric: str, kind: str, count: int) -> None:
+    def tokens(self, metric: str, kind: str, count: int, call: str = "single") -> None:
         if (i := self._i) is not None:
-            i.judge_tokens.add(count, {"type": kind, "metric": metric})
+            i.judge_tokens.add(count, {"type": kind, "metric": metric, "call": call})
 
     def circuit_state(self, state: str) -> None:
         if (i := self._i) is not None:

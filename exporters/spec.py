@@ -141,9 +141,10 @@ JUDGE: tuple[Instrument, ...] = (
                "Judge replies that parsed but failed the metric's validation.", "counter", ("outcome",)),
     Instrument("rag_monitor_judge_attempts_failed_total", "Failed HTTP attempts to the judge (retried or not).",
                "counter", ("outcome",)),
-    Instrument("rag_monitor_judge_tokens_total", "Judge tokens spent, by type (prompt | completion) and metric "
-               "(a call shared by several metrics is split evenly across them).",
-               "counter", ("type", "metric")),
+    Instrument("rag_monitor_judge_tokens_total", "Judge tokens spent, by type (prompt | completion), metric "
+               "and call (single | combined_rubrics | tonic | rate_limit_probe); a shared call's tokens are "
+               "split evenly across the metrics it answers for.",
+               "counter", ("type", "metric", "call")),
     Instrument("rag_monitor_judge_request_duration_seconds", "Duration of judge calls including retries.",
                "histogram", (), unit="seconds", buckets=JUDGE_LATENCY_BUCKETS),
     Instrument("rag_monitor_judge_circuit_open", "1 while the judge circuit breaker is open (0.5 half-open).",

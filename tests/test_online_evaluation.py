@@ -72,7 +72,7 @@ async def test_sampled_turns_are_judged_and_exported():
     assert m("rag_monitor_evaluation_weight_total", metric="coherence", service="sdk-app", outcome="defect") == 3
     assert m("rag_monitor_score_count", metric="coherence", service="sdk-app") == 3
     assert m("rag_monitor_judge_requests_total", outcome="ok") == 3
-    assert m("rag_monitor_judge_tokens_total", type="prompt", metric="coherence") > 0
+    assert m("rag_monitor_judge_tokens_total", type="prompt", metric="coherence", call="single") > 0
     assert m("rag_monitor_sampling_decisions_total", policy="probabilistic", decision="sampled") == 3
     assert m("rag_monitor_evaluations_total", metric="local_jailbreak_attempt", service="sdk-app",
              outcome="defect") == 1

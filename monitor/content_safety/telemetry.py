@@ -32,8 +32,8 @@ class ServiceTelemetry:
     def attempt_failed(self, metric: str, outcome: str) -> None:
         self._inner.attempt_failed(metric, outcome)
 
-    def tokens(self, metric: str, kind: str, count: int) -> None:
-        self._inner.tokens(metric, kind, count)
+    def tokens(self, metric: str, kind: str, count: int, call: str = "single") -> None:
+        self._inner.tokens(metric, kind, count, call)
 
     def circuit_state(self, state: str) -> None:
         # Transitions are rare (at most one per cool-down), so a log line per transition is fine.

@@ -4,9 +4,10 @@ A metric evaluator builds a :class:`~monitor.judge.types.JudgeRequest` and await
 :meth:`JudgeClient.complete_json`; it gets the validated object or a ``JudgeError`` whose
 ``outcome`` says why not. One call runs, within ``deadline_seconds``, attempts of this shape:
 
-    window slot (FIFO) → shared 429 pause → request/token budget → circuit breaker → HTTP send
-      → classify: chat completion? → content is one JSON object? → schema? → ok
-    then, by outcome: 429 → everyone pauses, this call queues again (until its deadline);
+    storm gate → window slot (FIFO) → shared 429 pause → request/token budget → circuit breaker
+      → HTTP send → classify: chat completion? → content is one JSON object? → schema? → ok
+    then, by outcome: 429 → the storm gate shuts for everyone until the storm probe finds the
+    rate limit over (:mod:`monitor.judge.storm_probe`), then this call goes again (until its deadline);
     5xx/timeout/connection → backoff (full jitter, ≥ Retry-After) up to ``max_retries``;
     anything else → final.
 
@@ -42,6 +43,7 @@ from monitor.judge.envelope import ChatReply, NotAChatCompletion, read_chat_comp
 from monitor.judge.reply_parsing import check_schema, extract_json_object
 from monitor.judge.request_body import OutgoingRequest, RequestShaper
 from monitor.judge.retry import AttemptFailure, Backoff, classify_failure
+from monitor.judge.storm_probe import StormProbe
 from monitor.judge.telemetry import JudgeTelemetry, NullJudgeTelemetry
 from monitor.judge.throttle import RateLimitThrottle, Slot, ThrottleTimeout
 from monitor.judge.transport import make_openai_client
@@ -61,6 +63,11 @@ log = logging.getLogger(__name__)
 _MIN_ATTEMPT_SHARE = 0.1
 # Each mode falls back to the next when the server rejects its response_format.
 _FALLBACK = {"json_schema": "json_object", "json_object": "none"}
+
+
+class _StormBegan(Exception):
+    """A 429 shut the storm gate while this attempt waited for budget: give the slot back and
+    queue at the gate."""
 
 
 class _AttemptFailed(Exception):
@@ -113,8 +120,10 @@ class JudgeClient:
             config.max_concurrency, self._clock, pause_initial_seconds=config.backoff_initial_seconds,
             pause_max_seconds=config.backoff_max_seconds, rng=rng, telemetry=self._telemetry)
         self._shaper = RequestShaper(config)
-        self._format = "json_schema" if config.structured_output == "auto" else config.structured_output
         self._closing = asyncio.Event()
+        self._probe = StormProbe(self._throttle, self._budget, self._clock, self._closing, self._telemetry,
+                                 self._shaper.probe, self._send_probe, budget_wait_seconds=config.deadline_seconds)
+        self._format = "json_schema" if config.structured_output == "auto" else config.structured_output
         self._idle = asyncio.Event()
         self._idle.set()
         self._active = 0
@@ -146,6 +155,7 @@ class JudgeClient:
         if self._openai is not None:
             return
         self._closing.clear()
+        self._throttle.reopen()
         self._openai = make_openai_client(self._config, self._environ)
 
     async def aclose(self) -> None:
@@ -169,7 +179,8 @@ class JudgeClient:
         finish until ``deadline`` (a ``loop.time()`` value), then close the HTTP client. Safe
         twice and without :meth:`start`."""
         self._closing.set()
-        self._throttle.close()  # calls queued for a slot end now, not at their deadline
+        self._throttle.close()  # calls queued for a slot or a storm's end stop now, not at their deadline
+        await self._probe.stop()
         remaining = deadline - asyncio.get_running_loop().time()
         if self._active and remaining > 0:
             with contextlib.suppress(TimeoutError):
@@ -214,6 +225,8 @@ class JudgeClient:
             self._ensure_open(call)
             try:
                 return await self._attempt(call)
+            except _StormBegan:
+                continue
             except _AttemptFailed as failed:
                 failure = failed.failure
             if failure.format_rejected and self._fall_back(call):
@@ -237,6 +250,7 @@ class JudgeClient:
     async def _attempt(self, call: _Call) -> JudgeReply:
         """One HTTP attempt, holding a window slot throughout."""
         try:
+            await self._throttle.wait_for_calm(self._last_start(call))
             slot = await self._throttle.acquire(call.deadline)
         except ThrottleTimeout as exc:
             if exc.reason == "closing":
@@ -258,9 +272,7 @@ class JudgeClient:
     async def _admit(self, call: _Call) -> tuple[OutgoingRequest, Permit, Admission]:
         """Wait out the shared pause and the budget, then ask the breaker: in that order, so the
         grant is followed by the send at once and the breaker's verdict is fresh."""
-        # An attempt started with almost no time left would only turn a rate-limited call into a
-        # "timeout": the last tenth of an attempt's timeout before the deadline is not used.
-        last_start = call.deadline - _MIN_ATTEMPT_SHARE * self._config.timeout_seconds
+        last_start = self._last_start(call)
         while True:
             try:
                 resumed = await self._throttle.wait_for_pause(last_start, self._closing)
@@ -273,8 +285,11 @@ class JudgeClient:
             call.format = self._format
             outgoing = self._shaper.build(call.request, call.format)
             permit = await self._budget.acquire(outgoing.reserved_tokens, call.deadline, self._closing)
+            if self._throttle.storming:
+                permit.cancel()  # a 429 arrived while this call waited for budget: to the gate
+                raise _StormBegan
             if self._throttle.paused():
-                permit.cancel()  # a 429 arrived while this call waited for budget: pause first
+                permit.cancel()
                 continue
             if self._clock.now() > last_start:
                 permit.cancel()
@@ -286,6 +301,11 @@ class JudgeClient:
                 permit.cancel()
                 raise call.last_error or JudgeError("circuit_open", "judge circuit is open")
             return outgoing, permit, admission
+
+    def _last_start(self, call: _Call) -> float:
+        # An attempt started with almost no time left would only turn a rate-limited call into a
+        # "timeout": the last tenth of an attempt's timeout before the deadline is not used.
+        return call.deadline - _MIN_ATTEMPT_SHARE * self._config.timeout_seconds
 
     async def _send_settled(self, call: _Call, outgoing: OutgoingRequest, slot: Slot, permit: Permit,
                             admission: Admission) -> ChatReply:
@@ -302,7 +322,7 @@ class JudgeClient:
             self._breaker.release(admission)
             raise
         self._breaker.success(admission)
-        self._throttle.succeeded()
+        self._throttle.succeeded(slot)
         prompt = reply.prompt_tokens if reply.prompt_tokens is not None else outgoing.prompt_tokens
         # Some OpenAI-compatible servers omit usage; estimate so budgets still move.
         completion = (reply.completion_tokens if reply.completion_tokens is not None
@@ -318,6 +338,7 @@ class JudgeClient:
         permit.finish(None if failure.reached else 0)
         if failure.outcome == "rate_limited":
             until = self._throttle.rate_limited(slot, failure.retry_after)
+            self._probe.ensure_running()
             log.debug("judge rate limited: pausing all calls for %.2fs, window %.1f",
                       until - self._clock.now(), self._throttle.window)
         if failure.outage:
@@ -329,6 +350,21 @@ class JudgeClient:
                         failure.outcome, failure.message)
         self._telemetry.attempt_failed(call.request.metric, failure.outcome)
 
+    async def _send_probe(self, outgoing: OutgoingRequest) -> AttemptFailure | None:
+        """Post the storm probe; None for any answer but a 429 (see ``StormProbe``)."""
+        client = self._openai
+        if client is None:
+            return None
+        try:
+            async with asyncio.timeout(self._config.timeout_seconds):
+                response = await client.post("/chat/completions", body=outgoing.body, cast_to=_RawResponse,
+                                             options={"timeout": self._config.timeout_seconds})
+                await response.aread()
+        except (openai.OpenAIError, TimeoutError) as exc:
+            failure = classify_failure(exc)
+            return failure if failure.outcome == "rate_limited" else None
+        return None
+
     def _count_tokens(self, request: JudgeRequest, prompt: int, completion: int) -> None:
         """Split a shared call's tokens evenly across its metrics (remainders to the first), so
         the per-metric series sum to what the call used and every label is a real metric id."""
@@ -336,7 +372,7 @@ class JudgeClient:
         for kind, total in (("prompt", prompt), ("completion", completion)):
             share, extra = divmod(total, len(owners))
             for index, metric in enumerate(owners):
-                self._telemetry.tokens(metric, kind, share + (1 if index < extra else 0))
+                self._telemetry.tokens(metric, kind, share + (1 if index < extra else 0), request.call)
 
     async def _send(self, call: _Call, outgoing: OutgoingRequest) -> ChatReply:
         client = self._openai

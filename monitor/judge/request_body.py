@@ -113,6 +113,18 @@ class RequestShaper:
         return OutgoingRequest(body, _estimate_prompt(body), output)
 
 
+    def probe(self) -> OutgoingRequest:
+        """The rate-limit probe (:mod:`monitor.judge.storm_probe`): the same model and parameter
+        family, a few tokens in, one out. Its answer's content is never read."""
+        body: dict[str, Any] = {"model": self._model, "messages": [{"role": "user", "content": "Say OK."}]}
+        if self._reasoning:
+            body["max_completion_tokens"] = 1 + self._extra_output
+        else:
+            body["temperature"] = 0
+            body["max_tokens"] = 1
+        return OutgoingRequest(body, _estimate_prompt(body), body.get("max_tokens") or body["max_completion_tokens"])
+
+
 def _estimate_prompt(body: dict[str, Any]) -> int:
     chars = sum(len(m["content"]) for m in body["messages"])
     if "response_format" in body:

@@ -11,9 +11,13 @@ later (this module imports neither). Counting rules:
   the rejected ones to their outcome (both are monotonic, so this is safe at scrape time).
 * ``attempt_failed`` — one HTTP attempt failed and will be retried (or gave up); kept apart so
   retries are visible without inflating the per-call counter.
-* ``tokens`` — prompt/completion tokens per metric, from the server's usage (estimated when the
-  server sends none). A call shared by several metrics (``JudgeRequest.metrics``) reports its
-  tokens split evenly across them, so ``metric`` is always a real metric id.
+* ``tokens`` — prompt/completion tokens per metric and per kind of call, from the server's usage
+  (estimated when the server sends none). ``call`` is one of :data:`TOKEN_CALLS`: ``single`` (a
+  call for one metric), ``combined_rubrics`` (the rubric/severity metrics of
+  ``evaluation.combine_metrics``), ``tonic`` (the Tonic metric set of a turn) or
+  ``rate_limit_probe`` (the storm probe, ``metric`` empty). A shared call reports its tokens split
+  evenly across the metrics it answers for (remainders to the first), so ``metric`` is always a
+  real metric id and the per-metric series sum to what the call cost.
 * ``circuit_state`` — on every breaker transition (``closed`` | ``open`` | ``half_open``).
 * ``budget_waited`` / ``budget_shed`` — per limiter (``requests`` | ``tokens`` | ``concurrency`` |
   ``rate_limit``: the client-wide 429 pause, or a congestion window it shrank).
@@ -25,7 +29,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["JudgeTelemetry", "NullJudgeTelemetry", "RecordingJudgeTelemetry", "TeeJudgeTelemetry"]
+__all__ = ["TOKEN_CALLS", "JudgeTelemetry", "NullJudgeTelemetry", "RecordingJudgeTelemetry", "TeeJudgeTelemetry"]
+
+TOKEN_CALLS = ("single", "combined_rubrics", "tonic", "rate_limit_probe")
+"""Values of the ``call`` label of ``rag_monitor_judge_tokens_total``."""
 
 
 class JudgeTelemetry(Protocol):
@@ -43,8 +50,9 @@ class JudgeTelemetry(Protocol):
         """One HTTP attempt failed with ``outcome``."""
         ...
 
-    def tokens(self, metric: str, kind: str, count: int) -> None:
-        """``count`` tokens of ``kind`` (``prompt`` | ``completion``) were spent for ``metric``."""
+    def tokens(self, metric: str, kind: str, count: int, call: str = "single") -> None:
+        """``count`` tokens of ``kind`` (``prompt`` | ``completion``) were spent for ``metric`` in
+        a call of kind ``call`` (one of :data:`TOKEN_CALLS`)."""
         ...
 
     def circuit_state(self, state: str) -> None:
@@ -72,7 +80,7 @@ class NullJudgeTelemetry:
     def attempt_failed(self, metric: str, outcome: str) -> None:
         """Discard."""
 
-    def tokens(self, metric: str, kind: str, count: int) -> None:
+    def tokens(self, metric: str, kind: str, count: int, call: str = "single") -> None:
         """Discard."""
 
     def circuit_state(self, state: str) -> None:
@@ -94,6 +102,8 @@ class RecordingJudgeTelemetry:
     rejected: Counter[tuple[str, str]] = field(default_factory=Counter)
     attempt_failures: Counter[str] = field(default_factory=Counter)
     token_counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    call_tokens: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    """(call, metric, kind) → tokens."""
     durations: list[float] = field(default_factory=list)
     circuit_states: list[str] = field(default_factory=list)
     waits: list[tuple[str, float]] = field(default_factory=list)
@@ -113,9 +123,10 @@ class RecordingJudgeTelemetry:
         """Record the failed attempt."""
         self.attempt_failures[outcome] += 1
 
-    def tokens(self, metric: str, kind: str, count: int) -> None:
+    def tokens(self, metric: str, kind: str, count: int, call: str = "single") -> None:
         """Add the tokens."""
         self.token_counts[(metric, kind)] += count
+        self.call_tokens[(call, metric, kind)] += count
 
     def circuit_state(self, state: str) -> None:
         """Record the transition."""
@@ -156,9 +167,9 @@ class TeeJudgeTelemetry:
         for s in self._sinks:
             s.attempt_failed(metric, outcome)
 
-    def tokens(self, metric: str, kind: str, count: int) -> None:
+    def tokens(self, metric: str, kind: str, count: int, call: str = "single") -> None:
         for s in self._sinks:
-            s.tokens(metric, kind, count)
+            s.tokens(metric, kind, count, call)
 
     def circuit_state(self, state: str) -> None:
         for s in self._sinks:

@@ -14,10 +14,17 @@ things for every call of the client, not just the one that got it:
   successes), like TCP's congestion window. After a storm the first attempts are single probes,
   so a storm costs one request per pause, not one per waiting call.
 
-Slots are handed out first come, first served, and a call whose attempt was rate limited queues
-again at the back: the probes of a long storm rotate across the waiting calls instead of one call
-spending all of them. Every wait is bounded by the caller's deadline; time spent waiting is
-reported as ``budget_waited("concurrency" | "rate_limit", …)``.
+* **Storm gate.** From the first 429 until the storm is found to be over, no evaluation sends:
+  every call (the rate-limited ones and new ones) waits in :meth:`wait_for_calm`. The end of the
+  storm is found by the client's *probe* — one minimal request per pause round, owned by no
+  evaluation (see ``JudgeClient``) — or by a reply to an attempt sent after the storm began. So a
+  storm that ends costs each evaluation at most two requests: the one that met the 429 and the one
+  after the storm; its probes cost the client one small request per pause round, whatever the
+  number of waiting calls. When nobody waits any more the gate opens (the pause still holds), so
+  an idle client never probes.
+
+Slots are handed out first come, first served. Every wait is bounded by the caller's deadline;
+time spent waiting is reported as ``budget_waited("concurrency" | "rate_limit", …)``.
 """
 
 from __future__ import annotations
@@ -71,6 +78,11 @@ class RateLimitThrottle:
         self._paused_until = -math.inf
         self._rounds = 0  # consecutive rate-limited rounds since the last success
         self._last_decrease = -math.inf
+        self._calm = asyncio.Event()
+        self._calm.set()
+        self._storm_since = math.inf  # clock time the current storm began
+        self._storm_waiters = 0
+        self._closed = False
 
     @property
     def window(self) -> float:
@@ -135,18 +147,55 @@ class RateLimitThrottle:
         return self._clock.now() < self._paused_until
 
     @property
+    def storming(self) -> bool:
+        """True from a 429 until a probe (or a later attempt) got another answer."""
+        return not self._calm.is_set()
+
+    @property
+    def storm_waiters(self) -> int:
+        """Calls waiting in :meth:`wait_for_calm` now."""
+        return self._storm_waiters
+
+    async def wait_for_calm(self, deadline: float) -> None:
+        """Wait until the storm is over (at once when there is none); raise
+        :class:`ThrottleTimeout` ``rate_limit`` at ``deadline``, ``closing`` on :meth:`close`."""
+        if self._calm.is_set():
+            return
+        if self._paused_until > deadline:
+            # The next probe goes after the deadline: waiting could only end in vain.
+            self._telemetry.budget_shed("rate_limit")
+            raise ThrottleTimeout("rate_limit")
+        started = self._clock.now()
+        self._storm_waiters += 1
+        try:
+            async with asyncio.timeout(max(0.0, deadline - started)):
+                await self._calm.wait()
+        except TimeoutError:
+            self._telemetry.budget_shed("rate_limit")
+            raise ThrottleTimeout("rate_limit") from None
+        finally:
+            self._storm_waiters -= 1
+        if self._closed:
+            raise ThrottleTimeout("closing")
+        self._telemetry.budget_waited("rate_limit", self._clock.now() - started)
+
+    @property
     def limiting(self) -> bool:
-        """True while a rate limit holds the client back (paused, or the window below its
-        ceiling): a call that runs out of time now ran out of it waiting for the rate limit."""
-        return self._window < self._max or self.paused()
+        """True while a rate limit holds the client back (a storm, a pause, or the window below
+        its ceiling): a call that runs out of time now ran out of it waiting for the rate limit."""
+        return self._window < self._max or self.paused() or self.storming
 
     def sending(self, slot: Slot) -> None:
         """The attempt holding ``slot`` is being sent now."""
         slot.sent_at = self._clock.now()
 
-    def succeeded(self) -> None:
-        """A reply came back: the storm (if any) is over; grow the window additively."""
-        self._rounds = 0
+    def succeeded(self, slot: Slot) -> None:
+        """A reply came back: grow the window additively. A reply to an attempt sent after the
+        storm began ends the storm (one sent before it says nothing about the storm)."""
+        if self.storming and slot.sent_at >= self._storm_since:
+            self.storm_over()
+        if not self.storming:
+            self._rounds = 0
         if self._window < self._max:
             self._window = min(float(self._max), self._window + 1.0 / self._window)
             self._wake_waiters()
@@ -155,20 +204,51 @@ class RateLimitThrottle:
         """The attempt of ``slot`` got a 429: pause everyone, shrink the window once per round.
         Returns the pause's end."""
         now = self._clock.now()
+        if self._calm.is_set():
+            self._calm.clear()
+            self._storm_since = now
         if slot.sent_at >= self._last_decrease:
-            self._last_decrease = now
-            self._window = max(1.0, self._window / 2.0)
-            step = min(self._pause_max, self._pause_initial * 2.0 ** min(self._rounds, 30))
-            self._rounds += 1
-            own = step / 2.0 + self._rng.uniform(0.0, step / 2.0)  # equal jitter
-            self._paused_until = max(self._paused_until, now + max(retry_after or 0.0, own))
+            self._new_round(now, retry_after)
         elif retry_after is not None:
             self._paused_until = max(self._paused_until, now + retry_after)
         return self._paused_until
 
+    def probe_rate_limited(self, retry_after: float | None) -> float:
+        """The storm's probe got a 429: another round (window halved, longer pause). Returns
+        the pause's end, when the next probe goes."""
+        self._new_round(self._clock.now(), retry_after)
+        return self._paused_until
+
+    def storm_over(self) -> None:
+        """A probe (or an attempt sent during the storm) got an answer that is not a 429: the
+        waiting calls go, within the window."""
+        self._rounds = 0
+        self._storm_since = math.inf
+        self._calm.set()
+
+    def abandon_storm(self) -> None:
+        """Nobody waits for the storm's end any more: stop probing. The pause still holds, so
+        the next call goes after it and, met by a 429, starts a new storm."""
+        self._storm_since = math.inf
+        self._calm.set()
+
+    def _new_round(self, now: float, retry_after: float | None) -> None:
+        self._last_decrease = now
+        self._window = max(1.0, self._window / 2.0)
+        step = min(self._pause_max, self._pause_initial * 2.0 ** min(self._rounds, 30))
+        self._rounds += 1
+        own = step / 2.0 + self._rng.uniform(0.0, step / 2.0)  # equal jitter
+        self._paused_until = max(self._paused_until, now + max(retry_after or 0.0, own))
+
+    def reopen(self) -> None:
+        """Undo :meth:`close` (the client was started again)."""
+        self._closed = False
+
     def close(self) -> None:
         """Shutdown: every caller still queued for a slot gets ``ThrottleTimeout("closing")``
-        now instead of at its deadline."""
+        now instead of at its deadline; so does every caller waiting for a storm's end."""
+        self._closed = True
+        self._calm.set()
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():

@@ -57,6 +57,11 @@ class JudgeRequest:
     evenly across them in telemetry. Empty: the call is for ``metric`` alone."""
 
     @property
+    def call(self) -> str:
+        """The ``call`` label of this request's tokens: ``single``, or the shared call's id."""
+        return self.metric if self.metrics else "single"
+
+    @property
     def token_owners(self) -> tuple[str, ...]:
         """The metric ids the call's tokens are attributed to."""
         return self.metrics or (self.metric,)

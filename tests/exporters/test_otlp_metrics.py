@@ -160,7 +160,8 @@ async def test_push_over_http_carries_every_instrument_field_by_field(http_sink:
     assert {k: _number(p) for k, p in _points(got["rag_monitor_judge_attempts_failed"][2]).items()} == {
         _key(outcome="server_error"): 1}
     assert {k: _number(p) for k, p in _points(got["rag_monitor_judge_tokens"][2]).items()} == {
-        _key(type="prompt", metric="groundedness"): 120, _key(type="completion", metric="groundedness"): 30}
+        _key(type="prompt", metric="groundedness", call="single"): 120,
+        _key(type="completion", metric="groundedness", call="single"): 30}
     duration = got["rag_monitor_judge_request_duration_seconds"][2]
     assert duration.unit == "s"
     (d,) = duration.histogram.data_points

@@ -52,7 +52,7 @@ CONTRACT: dict[str, tuple[str, ...]] = {
     "rag_monitor_judge_requests_total": ("outcome", *SCOPE),
     "rag_monitor_judge_replies_rejected_total": ("outcome", *SCOPE),
     "rag_monitor_judge_attempts_failed_total": ("outcome", *SCOPE),
-    "rag_monitor_judge_tokens_total": ("type", "metric", *SCOPE),
+    "rag_monitor_judge_tokens_total": ("type", "metric", "call", *SCOPE),
     "rag_monitor_judge_request_duration_seconds_bucket": ("le", *SCOPE),
     "rag_monitor_judge_request_duration_seconds_sum": SCOPE,
     "rag_monitor_judge_request_duration_seconds_count": SCOPE,

@@ -7,7 +7,7 @@ from typing import Any
 
 from monitor.judge.types import JudgeRequest
 
-__all__ = ["FakeClock", "SCHEMA", "GOOD", "make_request"]
+__all__ = ["FakeClock", "ScaledClock", "SCHEMA", "GOOD", "make_request", "is_probe"]
 
 
 class FakeClock:
@@ -33,6 +33,27 @@ class FakeClock:
         return not wake.is_set()
 
 
+class ScaledClock:
+    """The loop's clock running ``factor`` times faster: a minute of budget window passes in
+    ``60 / factor`` real seconds, with real I/O in between (unlike :class:`FakeClock`, concurrent
+    sleepers do not push each other's time forward)."""
+
+    def __init__(self, factor: float) -> None:
+        self.factor = factor
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time() * self.factor
+
+    async def sleep(self, seconds: float, wake: asyncio.Event) -> bool:
+        if wake.is_set():
+            return False
+        try:
+            await asyncio.wait_for(wake.wait(), max(0.0, seconds) / self.factor)
+        except TimeoutError:
+            return True
+        return False
+
+
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -55,3 +76,10 @@ def make_request(metric: str = "groundedness", *, max_output_tokens: int = 100) 
         json_schema=SCHEMA,
         max_output_tokens=max_output_tokens,
     )
+
+
+def is_probe(body: Any) -> bool:
+    """True for the client's rate-limit probe (one short user message, no system prompt), which
+    belongs to no evaluation; every evaluation request carries a system prompt."""
+    messages = body.get("messages", [])
+    return len(messages) == 1 and messages[0].get("role") == "user"

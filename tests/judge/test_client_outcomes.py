@@ -9,7 +9,7 @@ import pytest
 
 from monitor.judge.types import JudgeError
 from tests.judge.conftest import ClientFactory
-from tests.judge.fakes import GOOD, SCHEMA, make_request
+from tests.judge.fakes import GOOD, SCHEMA, is_probe, make_request
 from tests.support.judge_server import (
     JudgeServer,
     close_connection,
@@ -104,28 +104,31 @@ async def test_refusal_is_parse_error(server: JudgeServer, make_client: ClientFa
 
 
 async def test_429_then_ok_honours_retry_after(server: JudgeServer, make_client: ClientFactory) -> None:
-    server.script(rate_limited(retry_after=0.3), reply_json(GOOD))
+    server.script(rate_limited(retry_after=0.3))
     async with make_client() as (client, telemetry):
         result = await client.complete_json(make_request())
-    first, second = server.arrivals()
-    assert second - first >= 0.3
+    first, probe, second = server.requests
+    assert is_probe(probe.body) and not is_probe(second.body)
+    assert probe.arrived_at - first.arrived_at >= 0.3
+    assert second.arrived_at >= probe.arrived_at
     assert result.usage.calls == 2
     assert telemetry.outcomes == {"ok": 1}
     assert telemetry.attempt_failures == {"rate_limited": 1}
 
 
 async def test_429_honours_retry_after_ms(server: JudgeServer, make_client: ClientFactory) -> None:
-    server.script(rate_limited(retry_after=0.25, in_ms=True), reply_json(GOOD))
+    server.script(rate_limited(retry_after=0.25, in_ms=True))
     async with make_client() as (client, _):
         await client.complete_json(make_request())
-    first, second = server.arrivals()
-    assert second - first >= 0.25
+    first, probe, _second = server.arrivals()
+    assert probe - first >= 0.25
 
 
 async def test_persistent_429_is_ridden_out_until_the_deadline(server: JudgeServer,
                                                                make_client: ClientFactory) -> None:
-    """A 429 is not an error to give up on after max_retries: the call keeps its turn until its
-    deadline, spaced by a pause that grows while the rate limit lasts; the breaker stays shut."""
+    """A 429 is not an error to give up on after max_retries: the call waits for the storm's end
+    until its deadline, while the client probes, spaced by a pause that grows while the rate limit
+    lasts; the call itself sent one request; the breaker stays shut."""
     server.default = rate_limited(retry_after=0.01)
     loop = asyncio.get_running_loop()
     async with make_client(max_retries=0, deadline_seconds=1.5, backoff_initial_seconds=0.1,
@@ -137,9 +140,10 @@ async def test_persistent_429_is_ridden_out_until_the_deadline(server: JudgeServ
         assert client.circuit_state == "closed"
     arrivals = server.arrivals()
     assert 3 <= len(arrivals) <= 9
+    assert [is_probe(r.body) for r in server.requests] == [False] + [True] * (len(arrivals) - 1)
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
     assert gaps[-1] >= 0.2 > gaps[0] - 0.05  # the pause doubled from 0.05-0.1 s towards 0.4 s
-    assert error.usage.calls == len(arrivals)
+    assert error.usage.calls == 1
     assert telemetry.outcomes == {"rate_limited": 1}
     assert telemetry.circuit_states == []
 

@@ -15,7 +15,7 @@ from monitor.judge.config import JudgeConfig
 from monitor.judge.request_body import RequestShaper
 from monitor.judge.types import JudgeError
 from tests.judge.conftest import ClientFactory
-from tests.judge.fakes import GOOD, make_request
+from tests.judge.fakes import GOOD, is_probe, make_request
 from tests.judge.test_client_limits import max_in_any_window
 from tests.judge.test_reply_classes import NOT_A_COMPLETION
 from tests.support.judge_server import (
@@ -63,8 +63,10 @@ async def test_a_429_pauses_every_call_of_the_client(server: JudgeServer, make_c
         outcomes = await asyncio.gather(*(outcome_of(client) for _ in range(10)))
     assert outcomes == ["ok"] * 10
     first = server.requests[0].arrived_at
-    later = [r.arrived_at for r in server.requests[4:]]  # the first wave was already under way
+    # The first wave was already under way; the storm probe is the first request after the pause.
+    later = [r.arrived_at for r in server.requests[4:] if not is_probe(r.body)]
     assert len(later) == 7 and min(later) >= first + 0.5
+    assert sum(is_probe(r.body) for r in server.requests) == 1
     assert any(limiter == "rate_limit" for limiter, _ in telemetry.waits)
     assert telemetry.attempt_failures == {"rate_limited": 1}
 
@@ -79,7 +81,7 @@ async def test_the_window_halves_on_a_429_round_and_grows_back(server: JudgeServ
         assert client.throttle.window == 2.0  # four 429s of one round: halved once, not to 1/16
         assert await results == ["ok"] * 12
         assert 3.0 <= client.throttle.window <= 4.0  # additive increase over 12 replies
-    resumed = [r.arrived_at for r in server.requests[4:]]
+    resumed = [r.arrived_at for r in server.requests[4:] if not is_probe(r.body)]
     # Right after the pause only the halved window goes out at once.
     assert sum(1 for t in resumed if t < resumed[0] + 0.1) == 2
 
