@@ -16,17 +16,14 @@ import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections import deque
-from typing import Callable, Protocol
+from typing import Callable
 
 from monitor.model import EvaluationResult
+from monitor.telemetry import QUEUE_DROPPED, Telemetry
 
-__all__ = ["Batch", "DropTelemetry", "BatchWriter"]
+__all__ = ["Batch", "BatchWriter"]
 
 Batch = list[tuple[float, EvaluationResult]]
-
-
-class DropTelemetry(Protocol):
-    def queue_dropped(self, queue: str, count: int) -> None: ...
 
 
 class BatchWriter(ABC):
@@ -36,7 +33,7 @@ class BatchWriter(ABC):
     ``label`` starts the log line of a missed shutdown deadline, written to ``log``.
     """
 
-    def __init__(self, queue: str, telemetry: DropTelemetry, clock: Callable[[], float], *, capacity: int,
+    def __init__(self, queue: str, telemetry: Telemetry, clock: Callable[[], float], *, capacity: int,
                  batch_size: int, flush_interval: float, log: logging.Logger, label: str,
                  max_queue_bytes: int = 64 * 1024 * 1024) -> None:
         self._max_queue_bytes = max_queue_bytes
@@ -65,7 +62,7 @@ class BatchWriter(ABC):
         size = result.turn.text_bytes
         if (not self._accepting or len(self._queue) >= self._capacity
                 or self._queued_bytes + size > self._max_queue_bytes):
-            self._drops.queue_dropped(self._queue_name, 1)
+            self._drops.add(QUEUE_DROPPED, queue=self._queue_name)
             return
         self._queue.append((self._clock(), result))
         self._sizes.append(size)
@@ -105,7 +102,7 @@ class BatchWriter(ABC):
             self._log.warning("%s: shutdown deadline reached with %d results unwritten", self._label,
                               len(self._queue))
         if self._queue:
-            self._drops.queue_dropped(self._queue_name, len(self._queue))
+            self._drops.add(QUEUE_DROPPED, len(self._queue), queue=self._queue_name)
             self._queue.clear()
             self._sizes.clear()
             self._queued_bytes = 0

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
@@ -50,20 +50,14 @@ from exporters.config import EvaluationEventsConfig
 from exporters.otlp_metrics import (grpc_metadata, http_endpoint, resolve_protocol, run_blocking, sidecar_resource,
                                     turn_context)
 from monitor.model import EvaluationResult, Score, ScoreStatus
+from monitor.telemetry import QUEUE_DROPPED, Telemetry
 
-__all__ = ["EVENT_NAME", "QUEUE", "MAX_EXPLANATION_CHARS", "EventsTelemetry", "EvaluationEvents", "event_attributes"]
+__all__ = ["EVENT_NAME", "QUEUE", "MAX_EXPLANATION_CHARS", "EvaluationEvents", "event_attributes"]
 
 EVENT_NAME = "gen_ai.evaluation.result"
 QUEUE = "evaluation_events"
 MAX_EXPLANATION_CHARS = 1000
 _SCOPE = "rag-monitor"
-
-
-class EventsTelemetry(Protocol):
-    """What the events exporter counts (``monitor.interfaces.Telemetry`` implements it). May be
-    called from the export thread."""
-
-    def queue_dropped(self, queue: str, count: int) -> None: ...
 
 
 def _cut(text: str) -> str:
@@ -157,7 +151,7 @@ class EvaluationEvents:
     the composition root's to check: constructed, this component exports.
     """
 
-    def __init__(self, config: EvaluationEventsConfig, service_name: str, telemetry: EventsTelemetry) -> None:
+    def __init__(self, config: EvaluationEventsConfig, service_name: str, telemetry: Telemetry) -> None:
         self._config = config
         self._service_name = service_name
         self._telemetry = telemetry
@@ -197,7 +191,7 @@ class EvaluationEvents:
                                     timeout=c.timeout_seconds)
         else:
             inner = HttpLogExporter(endpoint=self._endpoint, headers=dict(c.headers) or None, timeout=c.timeout_seconds)
-        exporter = _GatedExporter(inner, self._gate, lambda n: self._telemetry.queue_dropped(QUEUE, n))
+        exporter = _GatedExporter(inner, self._gate, lambda n: self._telemetry.add(QUEUE_DROPPED, n, queue=QUEUE))
         provider = LoggerProvider(resource=sidecar_resource(self._service_name), shutdown_on_exit=False)
         provider.add_log_record_processor(BatchLogRecordProcessor(
             exporter, schedule_delay_millis=c.schedule_delay_seconds * 1000,
@@ -223,7 +217,7 @@ class EvaluationEvents:
             return
         logger = self._logger
         if logger is None:
-            self._telemetry.queue_dropped(QUEUE, len(records))
+            self._telemetry.add(QUEUE_DROPPED, len(records), queue=QUEUE)
             return
         context = turn_context(result.turn)
         now = time.time_ns()
@@ -235,4 +229,4 @@ class EvaluationEvents:
             logger.emit(timestamp=now, observed_timestamp=now, context=context, severity_number=SeverityNumber.INFO,
                         attributes=attrs, event_name=EVENT_NAME)
         if dropped:
-            self._telemetry.queue_dropped(QUEUE, dropped)
+            self._telemetry.add(QUEUE_DROPPED, dropped, queue=QUEUE)

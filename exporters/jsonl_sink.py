@@ -23,21 +23,20 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Protocol, Sequence
+from typing import Any, BinaryIO, Callable, Sequence
 
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import JsonlConfig
 from monitor.model import EvaluationResult, Score
+from monitor.telemetry import Telemetry, counter
 
-__all__ = ["JsonlTelemetry", "JsonlSink", "result_record", "score_record"]
+__all__ = ["JSONL_WRITE_FAILURES", "JsonlSink", "result_record", "score_record"]
 
 log = logging.getLogger(__name__)
 
 
-class JsonlTelemetry(Protocol):
-    def queue_dropped(self, queue: str, count: int) -> None: ...
-
-    def jsonl_write_failed(self, count: int) -> None: ...
+JSONL_WRITE_FAILURES = counter("rag_monitor_jsonl_write_failures_total",
+                               "Results lost because a JSONL sink write failed.")
 
 
 def _number(value: float | None) -> float | None:
@@ -123,7 +122,7 @@ def _encode(batch: Sequence[tuple[float, EvaluationResult]]) -> list[bytes]:
 class JsonlSink(BatchWriter):
     """``Component`` + ``ResultConsumer`` writing one JSON line per result (see module doc)."""
 
-    def __init__(self, config: JsonlConfig, telemetry: JsonlTelemetry, clock: Callable[[], float] = time.time, *,
+    def __init__(self, config: JsonlConfig, telemetry: Telemetry, clock: Callable[[], float] = time.time, *,
                  batch_size: int = 256, flush_interval_seconds: float = 1.0) -> None:
         if not config.path:
             raise ValueError("exporters.jsonl.path is not set")
@@ -165,7 +164,7 @@ class JsonlSink(BatchWriter):
         try:
             await asyncio.get_running_loop().run_in_executor(self._pool, self._write, batch)
         except Exception as exc:  # disk full, permissions, a value json cannot take: count, go on
-            self._telemetry.jsonl_write_failed(len(batch))
+            self._telemetry.add(JSONL_WRITE_FAILURES, len(batch))
             if not self._failing:  # once per burst
                 self._failing = True
                 log.error("jsonl sink: writing to %s failed (%s); results are lost until it recovers",

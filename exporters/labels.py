@@ -10,9 +10,10 @@ was hit. The service label gets the same treatment.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Sequence
+from typing import Sequence
 
 from monitor.model import EvaluationResult, Turn
+from monitor.telemetry import NullTelemetry, Telemetry, counter
 
 __all__ = ["OTHER", "UNKNOWN", "LabelPolicy"]
 
@@ -35,6 +36,11 @@ def _builtin(name: str, turn: Turn, policy: str) -> str | None:
     return turn.labels.get(name)
 
 
+LABEL_VALUES_CAPPED = counter(
+    "rag_monitor_label_values_capped_total",
+    "Evaluation label values reported as 'other' because the label reached its cardinality cap.", "label")
+
+
 class LabelPolicy:
     """Maps a result to its label values, in ``names`` order (``service`` first).
 
@@ -42,12 +48,11 @@ class LabelPolicy:
     renderer from a worker thread.
     """
 
-    def __init__(self, names: Sequence[str], max_values: int,
-                 on_overflow: Callable[[str], None] = lambda label: None) -> None:
+    def __init__(self, names: Sequence[str], max_values: int, telemetry: Telemetry | None = None) -> None:
         self.names: tuple[str, ...] = ("service", *names)
         self._max = max_values
         self._seen: dict[str, set[str]] = {n: set() for n in self.names}
-        self._on_overflow = on_overflow
+        self._telemetry = telemetry or NullTelemetry()
         self._lock = threading.Lock()
 
     def admit(self, name: str, value: str | None, *, count: bool = True) -> str:
@@ -73,7 +78,7 @@ class LabelPolicy:
                 overflow = False
         if overflow:
             if count:
-                self._on_overflow(name)
+                self._telemetry.add(LABEL_VALUES_CAPPED, label=name)
             return OTHER
         return value
 

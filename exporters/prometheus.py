@@ -1,107 +1,114 @@
 """Prometheus exposition of the self-telemetry on one private registry.
 
-Counters are prometheus-client objects built from the spec table; values that belong to running
+Counters are prometheus-client objects built from the declared counters; values that belong to running
 components (queue depths, pending traces) are read at scrape time by a custom collector, so the
 hot path never updates a gauge.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from exporters.spec import SCRAPE_TIME, SELF_TELEMETRY, Instrument
+from exporters.spec import SCRAPE_TIME
+from monitor.telemetry import BACKLOG, LOGS_DROPPED, OTLP_METRICS_REQUESTS, QUEUE_DROPPED, REQUESTS_REJECTED, SPANS_DROPPED, Instrument, counter, declared_counters
 
 __all__ = ["PrometheusTelemetry", "ScrapeTimeCollector"]
 
 
-def _counter(inst: Instrument, registry: CollectorRegistry) -> Counter:
-    # prometheus-client appends _total itself.
-    return Counter(inst.name.removesuffix("_total"), inst.help, inst.labels, registry=registry)
-
-
 class PrometheusTelemetry:
-    """Implements ``monitor.interfaces.Telemetry`` with counters on ``registry``."""
+    """Implements :class:`monitor.telemetry.Telemetry` on ``registry``.
+
+    Every counter declared so far (``monitor.telemetry.counter``) is registered at construction,
+    so its series exist from the first scrape; one declared later is registered at first use."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
-        c = {inst.name: _counter(inst, registry) for inst in SELF_TELEMETRY}
-        self._spans_received = c["rag_monitor_spans_received_total"]
-        self._spans_dropped = c["rag_monitor_spans_dropped_total"]
-        self._logs_received = c["rag_monitor_logs_received_total"]
-        self._logs_dropped = c["rag_monitor_logs_dropped_total"]
-        self._rejected = c["rag_monitor_requests_rejected_total"]
-        self._turns = c["rag_monitor_turns_assembled_total"]
-        self._no_turn = c["rag_monitor_traces_without_turn_total"]
-        self._evicted = c["rag_monitor_traces_evicted_total"]
-        self._closed = c["rag_monitor_conversations_closed_total"]
-        self._forward = c["rag_monitor_forward_total"]
-        self._queue_dropped = c["rag_monitor_queue_dropped_total"]
-        self._capped = c["rag_monitor_label_values_capped_total"]
-        self._store_failed = c["rag_monitor_store_write_failures_total"]
-        self._jsonl_failed = c["rag_monitor_jsonl_write_failures_total"]
-        self._backlog = c["rag_monitor_backlog_total"]
-        self._redacted = c["rag_monitor_redactions_total"]
-        self._truncated = c["rag_monitor_text_truncated_total"]
-        self._otlp_metrics = c["rag_monitor_otlp_metrics_requests_total"]
+        self._counters: dict[str, Counter] = {}
+        self._children: dict[tuple[str, tuple[str, ...]], Any] = {}
+        for declared in declared_counters():
+            self._register(declared)
+
+    def _register(self, inst: Instrument) -> Counter:
+        # prometheus-client appends _total itself.
+        made = Counter(inst.name.removesuffix("_total"), inst.help, inst.labels, registry=self.registry)
+        self._counters[inst.name] = made
+        return made
+
+    def add(self, counter: Instrument, amount: float = 1, /, **labels: str) -> None:
+        key = (counter.name, tuple(labels[name] for name in counter.labels))
+        child = self._children.get(key)
+        if child is None:
+            made = self._counters.get(counter.name) or self._register(counter)
+            child = made.labels(*key[1]) if counter.labels else made
+            self._children[key] = child
+        child.inc(amount)
+
+    # Named calls of the stages not yet counting through ``add`` (receivers, assembly, the
+    # evaluation stage): each resolves its counter by name from the catalogue.
+    def _named(self, name: str, amount: float = 1, **labels: str) -> None:
+        self.add(_by_name(name), amount, **labels)
 
     def spans_received(self, transport: str, count: int) -> None:
-        self._spans_received.labels(transport).inc(count)
+        self._named("rag_monitor_spans_received_total", count, transport=transport)
 
     def spans_dropped(self, reason: str, count: int) -> None:
-        self._spans_dropped.labels(reason).inc(count)
+        self.add(SPANS_DROPPED, count, reason=reason)
 
     def logs_received(self, transport: str, count: int) -> None:
-        self._logs_received.labels(transport).inc(count)
+        self._named("rag_monitor_logs_received_total", count, transport=transport)
 
     def logs_dropped(self, reason: str, count: int) -> None:
-        self._logs_dropped.labels(reason).inc(count)
+        self.add(LOGS_DROPPED, count, reason=reason)
 
     def requests_rejected(self, transport: str, reason: str) -> None:
-        self._rejected.labels(transport, reason).inc()
+        self.add(REQUESTS_REJECTED, transport=transport, reason=reason)
 
     def turns_assembled(self, convention: str) -> None:
-        self._turns.labels(convention).inc()
+        self._named("rag_monitor_turns_assembled_total", convention=convention)
 
     def traces_without_turn(self, reason: str) -> None:
-        self._no_turn.labels(reason).inc()
+        self._named("rag_monitor_traces_without_turn_total", reason=reason)
 
     def traces_evicted(self, reason: str) -> None:
-        self._evicted.labels(reason).inc()
+        self._named("rag_monitor_traces_evicted_total", reason=reason)
 
     def conversations_closed(self, reason: str) -> None:
-        self._closed.labels(reason).inc()
-
-    def forward_outcome(self, outcome: str) -> None:
-        self._forward.labels(outcome).inc()
+        self._named("rag_monitor_conversations_closed_total", reason=reason)
 
     def queue_dropped(self, queue: str, count: int) -> None:
-        self._queue_dropped.labels(queue).inc(count)
-
-    def label_capped(self, label: str) -> None:
-        self._capped.labels(label).inc()
-
-    def store_write_failed(self, count: int) -> None:
-        self._store_failed.inc(count)
+        self.add(QUEUE_DROPPED, count, queue=queue)
 
     def backlog(self, event: str, count: int) -> None:
-        self._backlog.labels(event).inc(count)
-
-    def redacted(self, kind: str, count: int) -> None:
-        """``monitor.redaction.RedactionTelemetry``: values of ``kind`` replaced in one turn."""
-        self._redacted.labels(kind).inc(count)
+        self.add(BACKLOG, count, event=event)
 
     def text_truncated(self, count: int) -> None:
-        self._truncated.inc(count)
+        self._named("rag_monitor_text_truncated_total", count)
 
     def otlp_metrics_request(self, outcome: str) -> None:
-        self._otlp_metrics.labels(outcome).inc()
+        self.add(OTLP_METRICS_REQUESTS, outcome=outcome)
 
-    def jsonl_write_failed(self, count: int) -> None:
-        self._jsonl_failed.inc(count)
+
+# Declared here until their stages count through ``add`` and declare them beside the code.
+counter("rag_monitor_spans_received_total", "Spans received, by transport.", "transport")
+counter("rag_monitor_logs_received_total", "Log records received, by transport.", "transport")
+counter("rag_monitor_turns_assembled_total", "Turns assembled from complete traces, by convention.", "convention")
+counter("rag_monitor_traces_without_turn_total", "Complete traces that held no turn, by reason.", "reason")
+counter("rag_monitor_traces_evicted_total", "Traces assembled early because a buffer limit was reached, by limit.",
+        "reason")
+counter("rag_monitor_conversations_closed_total", "Conversations closed, by reason.", "reason")
+counter("rag_monitor_text_truncated_total",
+        "Attribute and log-body text values cut at assembly.max_attribute_chars where they entered.")
+
+
+def _by_name(name: str) -> Instrument:
+    for declared in declared_counters():
+        if declared.name == name:
+            return declared
+    raise KeyError(f"{name} is not declared (monitor.telemetry.counter)")
 
 
 class ScrapeTimeCollector(Collector):

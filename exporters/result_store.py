@@ -37,15 +37,16 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Collection, Protocol, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import StoreConfig
 from exporters.turn_queries import OutcomeReason, StoredTurn, encode_documents, outcome_reasons, worst_turns
 from monitor.model import EvaluationResult, SamplingDecision, Turn
+from monitor.telemetry import BACKLOG, Telemetry, counter
 from monitor.turn_codec import decode_pending, encode_pending
 
-__all__ = ["StoreTelemetry", "StoredEvaluation", "ResultStore", "StoreOpenError", "HIGHER_IS_WORSE"]
+__all__ = ["STORE_WRITE_FAILURES", "StoredEvaluation", "ResultStore", "StoreOpenError", "HIGHER_IS_WORSE"]
 
 log = logging.getLogger(__name__)
 
@@ -118,12 +119,9 @@ _SELECT = """SELECT s.id, s.timestamp, s.metric, s.outcome, s.value, s.scale_low
     r.labels, r.question, r.answer, r.turn_start_unix_nano FROM scores s JOIN results r ON r.id = s.result_id"""
 
 
-class StoreTelemetry(Protocol):
-    def queue_dropped(self, queue: str, count: int) -> None: ...
-
-    def store_write_failed(self, count: int) -> None: ...
-
-    def backlog(self, event: str, count: int) -> None: ...
+STORE_WRITE_FAILURES = counter(
+    "rag_monitor_store_write_failures_total",
+    "Results lost because the result store could not write them (disk full, I/O error).")
 
 
 class StoreOpenError(OSError):
@@ -331,7 +329,7 @@ class ResultStore(BatchWriter):
     :meth:`worst_recent`); queries raise ``RuntimeError`` while the store is not running.
     """
 
-    def __init__(self, config: StoreConfig, telemetry: StoreTelemetry, clock: Callable[[], float] = time.time, *,
+    def __init__(self, config: StoreConfig, telemetry: Telemetry, clock: Callable[[], float] = time.time, *,
                  higher_is_worse: Collection[str] = HIGHER_IS_WORSE,
                  retention_interval_seconds: float = 60.0) -> None:
         if retention_interval_seconds <= 0:
@@ -383,7 +381,7 @@ class ResultStore(BatchWriter):
         """Remember a sampled turn until its result is stored. False (counted) when the backlog's
         queue is full or the store is not running: the turn is then evaluated but not durable."""
         if self._pending_task is None or len(self._pending_ops) >= self._config.queue_size:
-            self._telemetry.backlog("not_persisted", 1)
+            self._telemetry.add(BACKLOG, 1, event="not_persisted")
             return False
         self._pending_ops.append(("add", turn.trace_id, (turn, decision), self._clock()))
         return True
@@ -410,7 +408,7 @@ class ResultStore(BatchWriter):
         try:
             await self._in_writer(self._write_pending, ops)
         except Exception as exc:
-            self._telemetry.backlog("not_persisted", sum(1 for op in ops if op[0] == "add"))
+            self._telemetry.add(BACKLOG, sum(1 for op in ops if op[0] == "add"), event="not_persisted")
             log.error("result store: writing the evaluation backlog to %s failed: %s", self._config.path, exc)
 
     def _write_pending(self, ops: Sequence[PendingOp]) -> None:
@@ -443,7 +441,7 @@ class ResultStore(BatchWriter):
                 turn, decision = decode_pending(payload)
             except ValueError as exc:
                 log.warning("result store: backlog row %s is unreadable (%s); removed", seq, exc)
-                self._telemetry.backlog("invalid", 1)
+                self._telemetry.add(BACKLOG, 1, event="invalid")
                 self.forget(trace_id)
                 continue
             out.append((seq, turn, decision))
@@ -492,10 +490,10 @@ class ResultStore(BatchWriter):
         try:
             await self._in_writer(self._write_and_trim, batch, pending)
         except Exception as exc:  # disk full, I/O error, a bad value: count it, never stop the writer
-            self._telemetry.store_write_failed(len(batch))
+            self._telemetry.add(STORE_WRITE_FAILURES, len(batch))
             adds = sum(1 for op in pending if op[0] == "add")
             if adds:
-                self._telemetry.backlog("not_persisted", adds)
+                self._telemetry.add(BACKLOG, adds, event="not_persisted")
             self._lost_in_burst += len(batch)
             if not self._failing:  # once per burst, not per batch
                 self._failing = True

@@ -127,7 +127,7 @@ class Sidecar:
         self.judge_telemetry = PrometheusJudgeTelemetry(self.registry)
         self.sampling_telemetry = PrometheusSamplingTelemetry(self.registry)
         exp = config.exporters
-        self.labels = LabelPolicy(exp.labels, exp.max_label_values, on_overflow=self.telemetry.label_capped)
+        self.labels = LabelPolicy(exp.labels, exp.max_label_values, self.telemetry)
         self.results = PrometheusResults(self.registry, self.labels)
         labels = self.labels
         # The Prometheus side admits (and counts) every result's labels; the windows only reuse

@@ -46,7 +46,7 @@ from monitor.admin.summary import JailbreakSource, ReasonView, SummarySource, su
 from monitor.admin.turns import TurnView, parse_turns_query, turn_item
 from monitor.admin.config import AdminConfig
 from monitor.net.http_site import start_site
-from monitor.interfaces import Telemetry
+from monitor.telemetry import REQUESTS_REJECTED, Telemetry
 
 __all__ = ["AdminServer"]
 
@@ -112,7 +112,7 @@ class _ApiRoutes:
 
     def _rejected(self, reason: str) -> None:
         if self._telemetry is not None:
-            self._telemetry.requests_rejected(_TRANSPORT, reason)
+            self._telemetry.add(REQUESTS_REJECTED, transport=_TRANSPORT, reason=reason)
 
     def _guard(self, handler: _Handler) -> _Handler:
         async def guarded(request: web.Request) -> web.StreamResponse:

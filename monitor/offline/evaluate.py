@@ -48,7 +48,8 @@ from monitor.judge.client import JudgeClient
 from monitor.judge.config import JudgeConfig
 from monitor.judge.telemetry import RecordingJudgeTelemetry
 from monitor.model import Score, Turn
-from monitor.redaction import CountingRedactionTelemetry, Redactor
+from monitor.redaction import REDACTIONS, Redactor
+from monitor.telemetry import CountingTelemetry
 
 __all__ = ["EvalRequest", "RowOutcome", "EXIT_FAIL_UNDER", "select_metrics", "judge_config",
            "evaluate_rows", "run"]
@@ -296,11 +297,11 @@ def _redacted(dataset: Dataset, config: MonitorConfig) -> Dataset:
     neither the judge nor ``--out`` sees it; what was replaced is said on stderr."""
     if not config.redaction.enabled:
         return dataset
-    counts = CountingRedactionTelemetry()
+    counts = CountingTelemetry()
     redactor = Redactor(config.redaction, counts)
     rows = tuple(replace(r, turns=tuple(redactor.redact_turn(t) for t in r.turns)) for r in dataset.rows)
-    if counts.counts:
-        click.echo("redacted: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.counts.items())), err=True)
+    if redacted := counts.by_label(REDACTIONS, "kind"):
+        click.echo("redacted: " + ", ".join(f"{k} {n:g}" for k, n in sorted(redacted.items())), err=True)
     return replace(dataset, rows=rows)
 
 

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 import aiohttp
 
 from monitor.receivers.config import ForwardConfig
-from monitor.interfaces import Telemetry
+from monitor.telemetry import Telemetry, counter
 
 __all__ = ["Forwarder"]
 
 log = logging.getLogger(__name__)
 _RETRYABLE = {429, 502, 503, 504}
+
+FORWARDED = counter("rag_monitor_forward_total", "Bodies forwarded to the downstream collector, by outcome.", "outcome")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +56,10 @@ class Forwarder:
 
     def offer(self, path: str, body: bytes, content_type: str, content_encoding: str | None) -> None:
         if not self._accepting:
-            self._telemetry.forward_outcome("shutdown_drop")
+            self._telemetry.add(FORWARDED, outcome="shutdown_drop")
             return
         if self._queued_bytes + len(body) > self._config.max_queue_bytes or self._queue.full():
-            self._telemetry.forward_outcome("queue_full")
+            self._telemetry.add(FORWARDED, outcome="queue_full")
             return
         self._queue.put_nowait(_Item(path, body, content_type, content_encoding))
         self._queued_bytes += len(body)
@@ -91,7 +93,7 @@ class Forwarder:
         while not self._queue.empty():
             self._queue.get_nowait()
             self._queue.task_done()
-            self._telemetry.forward_outcome("shutdown_drop")
+            self._telemetry.add(FORWARDED, outcome="shutdown_drop")
         self._queued_bytes = 0
         session, self._session = self._session, None
         await session.close()
@@ -105,7 +107,7 @@ class Forwarder:
                 raise
             except Exception:  # never let one body kill the worker
                 log.exception("forwarding failed unexpectedly")
-                self._telemetry.forward_outcome("failed")
+                self._telemetry.add(FORWARDED, outcome="failed")
             finally:
                 self._queued_bytes -= len(item.body)
                 self._queue.task_done()
@@ -121,14 +123,14 @@ class Forwarder:
                 async with self._session.post(url, data=io.BytesIO(item.body), headers=headers) as resp:
                     await resp.read()
                     if resp.status < 300:
-                        self._telemetry.forward_outcome("sent")
+                        self._telemetry.add(FORWARDED, outcome="sent")
                         return
                     if resp.status not in _RETRYABLE:
-                        self._telemetry.forward_outcome("failed")
+                        self._telemetry.add(FORWARDED, outcome="failed")
                         return
             except (aiohttp.ClientError, TimeoutError):
                 pass
             if attempt < self._config.max_attempts:
-                self._telemetry.forward_outcome("retried")
+                self._telemetry.add(FORWARDED, outcome="retried")
                 await asyncio.sleep(min(2.0, 0.1 * 2 ** attempt) * random.uniform(0.5, 1.0))
-        self._telemetry.forward_outcome("failed")
+        self._telemetry.add(FORWARDED, outcome="failed")

@@ -31,7 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from monitor.receivers.config import HttpReceiverConfig
 from monitor.net.http_site import start_site
 from monitor.errors import DecodeError, PayloadTooLarge, UnsupportedMediaType
-from monitor.interfaces import Telemetry
+from monitor.telemetry import OTLP_METRICS_REQUESTS, REQUESTS_REJECTED, Telemetry
 from monitor.receivers.auth import bearer_ok
 from monitor.receivers.decode import JSON, PROTOBUF, media_type_of
 from monitor.receivers.ingest import Ingest, IngestOutcome
@@ -140,7 +140,7 @@ class OtlpHttpReceiver:
             return resp
         except (ConnectionError, ClientError, HttpProcessingError, asyncio.IncompleteReadError):
             # The client hung up mid-body: nobody to answer, nothing to log but a count.
-            self._telemetry.requests_rejected(_TRANSPORT, "client_disconnected")
+            self._telemetry.add(REQUESTS_REJECTED, transport=_TRANSPORT, reason="client_disconnected")
             resp = web.Response(status=400)
             resp.force_close()
             return resp
@@ -164,9 +164,9 @@ class OtlpHttpReceiver:
         if self._forward is not None:
             self._forward.offer("/v1/metrics", raw, request.headers.get("Content-Type", media_type),
                                 request.headers.get("Content-Encoding"))
-            self._telemetry.otlp_metrics_request("forwarded")
+            self._telemetry.add(OTLP_METRICS_REQUESTS, outcome="forwarded")
         else:
-            self._telemetry.otlp_metrics_request("discarded")
+            self._telemetry.add(OTLP_METRICS_REQUESTS, outcome="discarded")
         return web.Response(body=_encode(ExportMetricsServiceResponse(), media_type), content_type=media_type)
 
     async def _process(self, request: web.Request, path: str, raw: bytes, media_type: str) -> web.Response:
@@ -190,7 +190,7 @@ class OtlpHttpReceiver:
         return web.Response(body=_encode(self._response(path, outcome), media_type), content_type=media_type)
 
     def _reject(self, status: int, grpc_code: int, message: str, media_type: str, reason: str) -> web.Response:
-        self._telemetry.requests_rejected(_TRANSPORT, reason)
+        self._telemetry.add(REQUESTS_REJECTED, transport=_TRANSPORT, reason=reason)
         return _error(status, grpc_code, message, media_type)
 
     @staticmethod

@@ -1,12 +1,6 @@
 """Redaction: personal data replaced by typed placeholders before text leaves the process."""
 
 from monitor.redaction.config import PatternConfig, RedactionConfig
-from monitor.redaction.redactor import (
-    CountingRedactionTelemetry,
-    NullRedactionTelemetry,
-    RedactionTelemetry,
-    Redactor,
-)
+from monitor.redaction.redactor import REDACTIONS, Redactor
 
-__all__ = ["RedactionConfig", "PatternConfig", "Redactor", "RedactionTelemetry", "NullRedactionTelemetry",
-           "CountingRedactionTelemetry"]
+__all__ = ["RedactionConfig", "PatternConfig", "Redactor", "REDACTIONS"]

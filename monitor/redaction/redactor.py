@@ -16,40 +16,23 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from dataclasses import dataclass, field, replace
-from typing import Callable, Protocol
+from dataclasses import replace
+from typing import Callable
 
 from monitor.model import Document, Message, Turn
 from monitor.redaction.config import RedactionConfig
 from monitor.redaction.detectors import SEED_MARGIN, SEEDS, Detector, builtin_detectors, custom_detector
+from monitor.telemetry import NullTelemetry, Telemetry, counter
 
-__all__ = ["Redactor", "RedactionTelemetry", "NullRedactionTelemetry", "CountingRedactionTelemetry"]
+__all__ = ["Redactor", "REDACTIONS"]
 
 _KEY_NOISE = re.compile(r"[\s().\-/]")
 
 
-class RedactionTelemetry(Protocol):
-    """Where redaction counts go (the Prometheus self-telemetry implements it)."""
-
-    def redacted(self, kind: str, count: int) -> None:
-        """``count`` values of ``kind`` were replaced in one turn."""
-        ...
-
-
-class NullRedactionTelemetry:
-    def redacted(self, kind: str, count: int) -> None:
-        """Discard."""
-
-
-@dataclass
-class CountingRedactionTelemetry:
-    """Keeps the counts in memory (offline ``eval`` and tests)."""
-
-    counts: Counter[str] = field(default_factory=Counter)
-
-    def redacted(self, kind: str, count: int) -> None:
-        """Add the count."""
-        self.counts[kind] += count
+REDACTIONS = counter(
+    "rag_monitor_redactions_total",
+    "Personal-data values replaced by placeholders before text left the process, by kind (email, phone, "
+    "card_number, iban, ip_address, a national id, or a configured pattern's name).", "kind")
 
 
 class _Placeholders:
@@ -73,10 +56,10 @@ class _Placeholders:
 class Redactor:
     """The configured detectors, applied to whole turns."""
 
-    def __init__(self, config: RedactionConfig, telemetry: RedactionTelemetry | None = None) -> None:
+    def __init__(self, config: RedactionConfig, telemetry: Telemetry | None = None) -> None:
         custom = tuple(custom_detector(p.name, p.regex, p.ignore_case) for p in config.patterns)
         self._detectors: tuple[Detector, ...] = custom + builtin_detectors(config.kinds, config.national_ids)
-        self._telemetry = telemetry or NullRedactionTelemetry()
+        self._telemetry = telemetry or NullTelemetry()
 
     def redact_turn(self, turn: Turn) -> Turn:
         """``turn`` with personal data replaced in every text field (the same object when
@@ -102,7 +85,7 @@ class Redactor:
         if not names.counts:
             return turn
         for kind, count in names.counts.items():
-            self._telemetry.redacted(kind, count)
+            self._telemetry.add(REDACTIONS, count, kind=kind)
         return changed
 
     def redact_text(self, value: str) -> str:
@@ -110,7 +93,7 @@ class Redactor:
         names = _Placeholders()
         result = self._redact(value, names)
         for kind, count in names.counts.items():
-            self._telemetry.redacted(kind, count)
+            self._telemetry.add(REDACTIONS, count, kind=kind)
         return result
 
     def _redact(self, value: str, names: _Placeholders) -> str:

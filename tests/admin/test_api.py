@@ -22,6 +22,7 @@ from monitor.admin.api import (
     summary_document,
 )
 from monitor.admin.status_page import CONTENT_SECURITY_POLICY
+from monitor.telemetry import REQUESTS_REJECTED
 from tests.admin.doubles import NOW, FakeStore, FakeSummary, Point, admin_server, row, window
 from tests.support.recording import RecordingTelemetry
 
@@ -243,7 +244,7 @@ async def test_token_is_required_when_configured_and_other_endpoints_stay_open()
         for path in ("/metrics", "/healthz", "/readyz", "/"):
             status, _, _ = await get(server.port, path)
             assert status == 200, path
-    assert telemetry.counts[("requests_rejected", "admin")] == 2
+    assert telemetry.value(REQUESTS_REJECTED, transport="admin") == 2
 
 
 async def test_loopback_peer_with_a_foreign_host_header_is_refused():
@@ -273,7 +274,7 @@ async def test_concurrent_requests_past_the_cap_are_refused_and_counted():
         assert [r[0] for r in await asyncio.gather(*held)] == [200] * 4
         status, _, _ = await get(server.port, "/api/evaluations")
         assert status == 200
-    assert telemetry.counts[("requests_rejected", "admin")] == 1
+    assert telemetry.value(REQUESTS_REJECTED, transport="admin") == 1
 
 
 async def test_page_is_static_with_a_strict_policy():

@@ -7,7 +7,10 @@ import itertools
 from collections import Counter
 from typing import Mapping
 
+from exporters.jsonl_sink import JSONL_WRITE_FAILURES
+from exporters.result_store import STORE_WRITE_FAILURES
 from monitor.model import EvaluationResult, Score, ScoreStatus, Turn
+from monitor.telemetry import BACKLOG, QUEUE_DROPPED, CountingTelemetry
 
 _ids = itertools.count(1)
 
@@ -30,22 +33,18 @@ def result(*scores: Score, weight: float = 1.0, policy: str = "default", **turn_
     return EvaluationResult(turn(**turn_fields), tuple(scores), weight, policy)  # type: ignore[arg-type]
 
 
-class WriterTelemetry:
-    """Counts what a result writer reports: drops per queue and results lost to failed writes."""
+class WriterTelemetry(CountingTelemetry):
+    """Counts what a result writer reports: drops per queue, results lost to failed writes and
+    backlog events (strict: a counter's labels must be exactly its declared ones)."""
 
-    def __init__(self) -> None:
-        self.dropped: Counter[str] = Counter()
-        self.write_failed = 0
-        self.backlog_events: Counter[str] = Counter()
+    @property
+    def dropped(self) -> Counter[str]:
+        return Counter({q: int(n) for q, n in self.by_label(QUEUE_DROPPED, "queue").items()})
 
-    def queue_dropped(self, queue: str, count: int) -> None:
-        self.dropped[queue] += count
+    @property
+    def write_failed(self) -> int:
+        return int(self.value(STORE_WRITE_FAILURES) + self.value(JSONL_WRITE_FAILURES))
 
-    def jsonl_write_failed(self, count: int) -> None:
-        self.write_failed += count
-
-    def store_write_failed(self, count: int) -> None:
-        self.write_failed += count
-
-    def backlog(self, event: str, count: int) -> None:
-        self.backlog_events[event] += count
+    @property
+    def backlog_events(self) -> Counter[str]:
+        return Counter({e: int(n) for e, n in self.by_label(BACKLOG, "event").items()})

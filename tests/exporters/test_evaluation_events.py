@@ -12,6 +12,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, SeverityNumber
 from exporters.config import EvaluationEventsConfig
 from exporters.evaluation_events import EVENT_NAME, MAX_EXPLANATION_CHARS, QUEUE, EvaluationEvents, event_attributes
 from monitor.model import EvaluationResult, Score, ScoreStatus
+from monitor.telemetry import QUEUE_DROPPED
 from tests.exporters.results import result, score
 from tests.support.otlp_sink import OtlpGrpcSink, OtlpHttpSink, attributes, log_records, value_of
 from tests.support.recording import RecordingTelemetry
@@ -31,7 +32,7 @@ async def _stop(events: EvaluationEvents, seconds: float = 5.0) -> None:
 
 
 def _dropped(telemetry: RecordingTelemetry) -> int:
-    return telemetry.counts[("queue_dropped", QUEUE)]
+    return int(telemetry.value(QUEUE_DROPPED, queue=QUEUE))
 
 
 def _records(sink: OtlpHttpSink | OtlpGrpcSink) -> list[LogRecord]:

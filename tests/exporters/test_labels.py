@@ -22,7 +22,7 @@ def test_values_follow_the_allow_list_order_and_builtins() -> None:
 def test_100000_routes_make_a_bounded_number_of_series() -> None:
     registry = CollectorRegistry()
     telemetry = PrometheusTelemetry(registry)
-    policy = LabelPolicy(["route"], max_values=50, on_overflow=telemetry.label_capped)
+    policy = LabelPolicy(["route"], max_values=50, telemetry=telemetry)
     results = PrometheusResults(registry, policy)
     for i in range(100_000):
         results.consume_result(result(score("groundedness", 2.0, defect=True), labels={"route": f"/item/{i}"}))

@@ -8,7 +8,8 @@ from pydantic import ValidationError
 from monitor.config import load_config
 from monitor.errors import ConfigError
 from monitor.model import Document, Message, Turn
-from monitor.redaction import CountingRedactionTelemetry, RedactionConfig, Redactor
+from monitor.redaction import REDACTIONS, RedactionConfig, Redactor
+from monitor.telemetry import CountingTelemetry
 
 EMAIL, OTHER = "jane.doe@example.com", "ops@example.org"
 
@@ -20,7 +21,7 @@ def turn(**fields: object) -> Turn:
 
 
 def test_every_text_field_is_redacted_with_numbering_shared_across_the_turn() -> None:
-    counts = CountingRedactionTelemetry()
+    counts = CountingTelemetry()
     original = turn(
         question=f"I am {EMAIL}, card 4111 1111 1111 1111. Who handles refunds?",
         answer=f"Write to {OTHER}; we will reply to {EMAIL}.",
@@ -43,7 +44,7 @@ def test_every_text_field_is_redacted_with_numbering_shared_across_the_turn() ->
     assert redacted.error == "upstream rejected [EMAIL_1]"
     # Ids, labels and numbers are untouched.
     assert (redacted.trace_id, redacted.conversation_id, redacted.documents[0].id) == ("t1", "c1", "d1")
-    assert counts.counts == {"email": 8, "card_number": 1, "phone": 2}
+    assert counts.by_label(REDACTIONS, "kind") == {"email": 8, "card_number": 1, "phone": 2}
 
 
 def test_numbering_ignores_case_and_formatting() -> None:
@@ -53,19 +54,19 @@ def test_numbering_ignores_case_and_formatting() -> None:
 
 
 def test_a_clean_turn_is_returned_as_it_is() -> None:
-    counts = CountingRedactionTelemetry()
+    counts = CountingTelemetry()
     original = turn(question="Which tent is waterproof?", answer="The Alpine Explorer, rated 3000 mm.")
     assert Redactor(RedactionConfig(), counts).redact_turn(original) is original
-    assert not counts.counts
+    assert not counts.by_label(REDACTIONS, "kind")
 
 
 def test_custom_patterns_run_first_and_count_under_their_name() -> None:
-    counts = CountingRedactionTelemetry()
+    counts = CountingTelemetry()
     config = RedactionConfig(patterns=[{"name": "employee_id", "regex": r"EMP-\d{6}"},
                                        {"name": "ticket", "regex": r"tkt_[a-z0-9]{8}", "ignore_case": True}])
     text = Redactor(config, counts).redact_text("EMP-123456 opened TKT_ab12cd34 from 10.1.2.3")
     assert text == "[EMPLOYEE_ID_1] opened [TICKET_1] from [IP_ADDRESS_1]"
-    assert counts.counts == {"employee_id": 1, "ticket": 1, "ip_address": 1}
+    assert counts.by_label(REDACTIONS, "kind") == {"employee_id": 1, "ticket": 1, "ip_address": 1}
 
 
 def test_kinds_can_be_switched_off() -> None:

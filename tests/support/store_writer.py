@@ -12,15 +12,10 @@ import sys
 
 from exporters.config import StoreConfig
 from exporters.result_store import ResultStore
-from monitor.interfaces import NullTelemetry
 from monitor.model import EvaluationResult, Score, Turn
+from monitor.telemetry import NullTelemetry
 
 SCORES_PER_RESULT = 3
-
-
-class _Telemetry(NullTelemetry):
-    def store_write_failed(self, count: int) -> None:
-        pass
 
 
 def result(i: int) -> EvaluationResult:
@@ -34,7 +29,7 @@ def result(i: int) -> EvaluationResult:
 
 async def main(path: str) -> None:
     store = ResultStore(StoreConfig(path=path, batch_size=64, flush_interval_seconds=0.01, queue_size=5000),
-                        _Telemetry())
+                        NullTelemetry())
     await store.start()
     print("ready", flush=True)
     i = 0
