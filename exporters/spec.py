@@ -1,4 +1,5 @@
-"""Every instrument rag-monitor exports, declared once.
+"""The evaluation, judge, sampling and scrape-time instruments rag-monitor exports, declared once
+(self-telemetry counters are declared where they are counted: ``monitor.telemetry``).
 
 Dashboards and alert rules depend on these names and labels (DESIGN.md §5): change them only
 with a migration note in the README. Label sets are closed: no instrument takes an id, a text
@@ -7,9 +8,9 @@ or a user as a label.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from monitor.telemetry import Instrument
 
-__all__ = ["Instrument", "SELF_TELEMETRY", "SCRAPE_TIME", "EVALUATION", "ROLLING", "JAILBREAK", "JUDGE", "SAMPLING",
+__all__ = ["Instrument", "SCRAPE_TIME", "EVALUATION", "ROLLING", "JAILBREAK", "JUDGE", "SAMPLING",
            "SCORE_BUCKETS", "JUDGE_LATENCY_BUCKETS"]
 
 # Native-scale scores: 0–1 metrics (F1, answer_relevance, precision…), 0–5 (answer_similarity)
@@ -19,58 +20,8 @@ SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.5, 2.0
 JUDGE_LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
 
 
-@dataclass(frozen=True, slots=True)
-class Instrument:
-    name: str
-    help: str
-    kind: str  # counter | gauge | histogram
-    labels: tuple[str, ...] = ()
-    unit: str = ""
-    buckets: tuple[float, ...] = ()
-
-
-SELF_TELEMETRY: tuple[Instrument, ...] = (
-    Instrument("rag_monitor_spans_received_total", "Spans received, by transport.", "counter", ("transport",)),
-    Instrument("rag_monitor_spans_dropped_total", "Spans dropped on purpose, by reason.", "counter", ("reason",)),
-    Instrument("rag_monitor_logs_received_total", "Log records received, by transport.", "counter", ("transport",)),
-    Instrument("rag_monitor_logs_dropped_total", "Log records dropped on purpose, by reason.", "counter", ("reason",)),
-    Instrument("rag_monitor_requests_rejected_total",
-               "Requests answered with an error status (OTLP receivers and the admin API), by transport and reason.", "counter",
-               ("transport", "reason")),
-    Instrument("rag_monitor_turns_assembled_total", "Turns assembled from complete traces, by convention.",
-               "counter", ("convention",)),
-    Instrument("rag_monitor_traces_without_turn_total", "Complete traces that held no turn, by reason.",
-               "counter", ("reason",)),
-    Instrument("rag_monitor_traces_evicted_total",
-               "Traces assembled early because a buffer limit was reached, by limit.", "counter", ("reason",)),
-    Instrument("rag_monitor_conversations_closed_total", "Conversations closed, by reason.", "counter",
-               ("reason",)),
-    Instrument("rag_monitor_forward_total", "Bodies forwarded to the downstream collector, by outcome.",
-               "counter", ("outcome",)),
-    Instrument("rag_monitor_queue_dropped_total", "Items dropped because a bounded queue was full.",
-               "counter", ("queue",)),
-    Instrument("rag_monitor_label_values_capped_total",
-               "Evaluation label values reported as 'other' because the label reached its cardinality cap.",
-               "counter", ("label",)),
-    Instrument("rag_monitor_store_write_failures_total",
-               "Results lost because the result store could not write them (disk full, I/O error).", "counter"),
-    Instrument("rag_monitor_jsonl_write_failures_total", "Results lost because a JSONL sink write failed.",
-               "counter"),
-    Instrument("rag_monitor_text_truncated_total",
-               "Attribute and log-body text values cut at assembly.max_attribute_chars where they entered.",
-               "counter"),
-    Instrument("rag_monitor_otlp_metrics_requests_total",
-               "OTLP metrics exports received (not evaluated), by outcome: forwarded (forward.endpoint set) or "
-               "discarded.", "counter", ("outcome",)),
-    Instrument("rag_monitor_redactions_total",
-               "Personal-data values replaced by placeholders before text left the process, by kind (email, "
-               "phone, card_number, iban, ip_address, a national id, or a configured pattern's name).",
-               "counter", ("kind",)),
-    Instrument("rag_monitor_backlog_total",
-               "Evaluation backlog events: deferred (sampled turns left unevaluated at shutdown, kept for the "
-               "next start), resumed (loaded at start), not_persisted (evaluated without a durable copy), "
-               "invalid (unreadable rows removed).", "counter", ("event",)),
-)
+# Self-telemetry counters are declared beside the code that counts them (monitor.telemetry.counter)
+# and listed by monitor.telemetry.declared_counters().
 
 # Values read at scrape time from the running components (custom collector).
 SCRAPE_TIME: tuple[Instrument, ...] = (
