@@ -35,7 +35,7 @@ from monitor.admin.pipeline import PipelineHealth
 from monitor.admin.pipeline_watch import PipelineWatch
 from monitor.assembly.assembler import Assembler
 from monitor.assembly.conversations import ConversationSink, ConversationTracker
-from monitor.assembly.turns import NO_TURN_REASONS
+from monitor.assembly.turns import NO_TURN_REASONS, span_attributes_read
 from monitor.config import MonitorConfig
 from monitor.net.addresses import is_loopback
 from monitor.content_safety.backend import service_metric_ids
@@ -201,7 +201,8 @@ class Sidecar:
         self.conversations = ConversationTracker(cfg.assembly, FanOut((intake, self._sink)), self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
         self.forwarder = Forwarder(cfg.forward, self.telemetry) if cfg.forward.endpoint else None
-        ingest = Ingest(self.assembler, self.telemetry, self._executor, max_chars=cfg.assembly.max_attribute_chars)
+        ingest = Ingest(self.assembler, self.telemetry, self._executor, max_chars=cfg.assembly.max_attribute_chars,
+                        selection=span_attributes_read(cfg.assembly.mapping))
         self.http = (OtlpHttpReceiver(cfg.receivers.http, ingest, self.telemetry, self.forwarder)
                      if cfg.receivers.http.enabled else None)
         self.grpc = (OtlpGrpcReceiver(cfg.receivers.grpc, ingest, self.telemetry, self.forwarder)

@@ -21,6 +21,7 @@ __all__ = [
     "SpanEvent",
     "SpanRecord",
     "LogRecord",
+    "AttributeSelection",
     "Document",
     "Message",
     "TokenUsage",
@@ -111,6 +112,22 @@ class LogRecord(NamedTuple):
     scope_name: str = ""
     severity_number: int = 0
     size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AttributeSelection:
+    """The span attribute keys a reader of spans needs: exact names, and name prefixes (for
+    flattened ``prefix.N.field`` keys). The assembly stage declares it; ingest keeps only these
+    on spans, so a span's other attributes (HTTP, DB, framework plumbing) are never decoded."""
+
+    keys: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in self.keys or key.startswith(self.prefixes))
+
+    def union(self, other: "AttributeSelection") -> "AttributeSelection":
+        return AttributeSelection(self.keys | other.keys, tuple(dict.fromkeys(self.prefixes + other.prefixes)))
 
 
 @dataclass(frozen=True, slots=True)

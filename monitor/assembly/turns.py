@@ -26,9 +26,9 @@ from monitor.assembly.conventions import CONVENTIONS
 from monitor.assembly.conventions.base import (
     CHAT, ENTRY, RERANK, RETRIEVAL, TOOL, Convention, LlmCall, Retrieval, TraceView)
 from monitor.assembly.messages import as_str, documents_from_value
-from monitor.model import Document, LogRecord, Message, SpanRecord, StatusCode, TokenUsage, Turn
+from monitor.model import AttributeSelection, Document, LogRecord, Message, SpanRecord, StatusCode, TokenUsage, Turn
 
-__all__ = ["NoTurn", "Explanation", "build_turn", "NO_TURN_REASONS"]
+__all__ = ["NoTurn", "Explanation", "build_turn", "span_attributes_read", "NO_TURN_REASONS"]
 
 T = TypeVar("T")
 
@@ -219,6 +219,19 @@ def _usage(calls: Sequence[LlmCall]) -> TokenUsage:
     ins = [c.input_tokens for c in calls if c.input_tokens is not None]
     outs = [c.output_tokens for c in calls if c.output_tokens is not None]
     return TokenUsage(sum(ins) if ins else None, sum(outs) if outs else None)
+
+
+def span_attributes_read(mapping: AttributeMapping,
+                         conventions: Sequence[Convention] = CONVENTIONS) -> AttributeSelection:
+    """Every span attribute :func:`build_turn` can read with this mapping: the conventions' keys
+    and the app's mapped ones. Ingest decodes only these (resource, event and log record
+    attributes are kept whole)."""
+    mapped = AttributeSelection(frozenset(
+        [*mapping.question, *mapping.answer, *mapping.conversation_id, *mapping.ground_truth, *mapping.system_prompt,
+         *mapping.documents, *mapping.labels.values()]))
+    for c in conventions:
+        mapped = mapped.union(c.reads)
+    return mapped
 
 
 def build_turn(spans: Sequence[SpanRecord], logs: Sequence[LogRecord], mapping: AttributeMapping,

@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from monitor.errors import DecodeError, PayloadTooLarge, UnsupportedMediaType
-from monitor.model import LogRecord, SpanEvent, SpanRecord
+from monitor.model import AttributeSelection, LogRecord, SpanEvent, SpanRecord
 
 __all__ = [
     "PROTOBUF",
@@ -162,6 +162,24 @@ def _pb_attrs(kvs: Any, decoded: Decoded[Any]) -> dict[str, Any]:
     return out
 
 
+def _pb_selected_attrs(kvs: Any, decoded: Decoded[Any], keys: frozenset[str], prefixes: tuple[str, ...]) -> dict[str, Any]:
+    # Only the keys a reader needs: the value of any other key is never touched (no text copied,
+    # no nested value walked), which is most of a span's attributes on HTTP/DB/plumbing spans.
+    out = {}
+    cap = decoded.max_chars
+    for kv in kvs:
+        key = kv.key
+        if key not in keys and not key.startswith(prefixes):
+            continue
+        v = kv.value
+        if v.WhichOneof("value") == "string_value":
+            text = v.string_value
+            out[key] = text if len(text) <= cap else decoded.text(text)
+        else:
+            out[key] = _pb_any(v, decoded)
+    return out
+
+
 def _parse_pb(cls: Any, body: bytes) -> Any:
     try:
         return cls.FromString(body)
@@ -169,9 +187,18 @@ def _parse_pb(cls: Any, body: bytes) -> Any:
         raise DecodeError(f"body is not a valid {cls.DESCRIPTOR.name} protobuf: {exc}") from None
 
 
-def _pb_spans(req: Any, now_ns: int, max_chars: int, body_bytes: int) -> DecodedSpans:
+def _pb_spans(req: Any, now_ns: int, max_chars: int, body_bytes: int,
+              selection: AttributeSelection | None = None) -> DecodedSpans:
     out: DecodedSpans = Decoded(max_chars=max_chars)
     append = out.records.append
+    if selection is None:
+        def span_attrs(kvs: Any) -> dict[str, Any]:
+            return _pb_attrs(kvs, out)
+    else:
+        keys, prefixes = selection.keys, selection.prefixes
+
+        def span_attrs(kvs: Any) -> dict[str, Any]:
+            return _pb_selected_attrs(kvs, out, keys, prefixes)
     # Each span is charged its share of the body: what the assembler's byte budget counts.
     size = body_bytes // max(1, sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans))
     for rs in req.resource_spans:
@@ -189,7 +216,7 @@ def _pb_spans(req: Any, now_ns: int, max_chars: int, body_bytes: int) -> Decoded
                 ) if s.events else ()
                 append(SpanRecord(
                     trace_id, span_id, s.parent_span_id.hex(), s.name, s.kind, start, end,
-                    s.status.code, s.status.message, _pb_attrs(s.attributes, out), events,
+                    s.status.code, s.status.message, span_attrs(s.attributes), events,
                     resource, scope_name, scope_version, size,
                 ))
     return out
@@ -345,7 +372,8 @@ def _json_load(body: bytes) -> dict[str, Any]:
     return doc
 
 
-def _json_spans(doc: dict[str, Any], now_ns: int, max_chars: int, body_bytes: int) -> DecodedSpans:
+def _json_spans(doc: dict[str, Any], now_ns: int, max_chars: int, body_bytes: int,
+                selection: AttributeSelection | None = None) -> DecodedSpans:
     out: DecodedSpans = Decoded(max_chars=max_chars)
     for i, rs in enumerate(_J.arr(doc.get("resourceSpans"), "resourceSpans")):
         p = f"resourceSpans[{i}]"
@@ -362,7 +390,11 @@ def _json_spans(doc: dict[str, Any], now_ns: int, max_chars: int, body_bytes: in
                 _json_span(_J.obj(s, f"{q}.spans[{k}]"), f"{q}.spans[{k}]", resource, scope_name, scope_version, now_ns, out)
     if out.records:  # charge each span its share of the body (the assembler's byte budget)
         size = body_bytes // len(out.records)
-        out.records[:] = [r._replace(size=size) for r in out.records]
+        if selection is None:
+            out.records[:] = [r._replace(size=size) for r in out.records]
+        else:  # every value was validated above; keep what the reader needs
+            out.records[:] = [r._replace(size=size, attributes={k: v for k, v in r.attributes.items() if k in selection})
+                              for r in out.records]
     return out
 
 
@@ -428,13 +460,15 @@ def _json_logs(doc: dict[str, Any], now_ns: int, max_chars: int, body_bytes: int
 
 
 def decode_traces(body: bytes, media_type: str, now_ns: int | None = None,
-                  max_chars: int = DEFAULT_MAX_CHARS) -> DecodedSpans:
+                  max_chars: int = DEFAULT_MAX_CHARS, selection: AttributeSelection | None = None) -> DecodedSpans:
     """Decode an ExportTraceServiceRequest body (already decompressed); text values are cut at
-    ``max_chars`` (counted in ``truncated``)."""
+    ``max_chars`` (counted in ``truncated``). With a ``selection``, spans keep only the selected
+    attributes (resource and event attributes are kept whole); from protobuf the others are
+    skipped unread, from JSON (already parsed) they are validated, then dropped."""
     now_ns = now_ns or time.time_ns()
     if media_type == PROTOBUF:
-        return _pb_spans(_parse_pb(ExportTraceServiceRequest, body), now_ns, max_chars, len(body))
-    return _json_spans(_json_load(body), now_ns, max_chars, len(body))
+        return _pb_spans(_parse_pb(ExportTraceServiceRequest, body), now_ns, max_chars, len(body), selection)
+    return _json_spans(_json_load(body), now_ns, max_chars, len(body), selection)
 
 
 def decode_logs(body: bytes, media_type: str, now_ns: int | None = None,

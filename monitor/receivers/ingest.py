@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from monitor.interfaces import SpanConsumer, Telemetry
+from monitor.model import AttributeSelection
 from monitor.receivers.decode import (
     DEFAULT_MAX_CHARS, Decoded, DecodedLogs, DecodedSpans, decode_logs, decode_traces, decompress)
 
@@ -43,11 +44,14 @@ class Ingest:
     """Decode → count → consume. Safe to call concurrently from both receivers."""
 
     def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, executor: Executor | None = None,
-                 max_chars: int = DEFAULT_MAX_CHARS) -> None:
+                 max_chars: int = DEFAULT_MAX_CHARS, selection: AttributeSelection | None = None) -> None:
+        """``selection``: the span attributes the consumer reads (the others are not decoded);
+        None keeps every attribute."""
         self._consumer = consumer
         self._telemetry = telemetry
         self._executor = executor
         self._max_chars = max_chars
+        self._selection = selection
 
     async def _run(self, size: int, fn: Callable[..., T], *args: Any) -> T:
         if size > OFFLOAD_BYTES:
@@ -62,7 +66,8 @@ class Ingest:
 
     async def traces(self, body: bytes, media_type: str, transport: str) -> IngestOutcome:
         """Decode an ExportTraceServiceRequest body; DecodeError propagates to the edge."""
-        decoded: DecodedSpans = await self._run(len(body), decode_traces, body, media_type, None, self._max_chars)
+        decoded: DecodedSpans = await self._run(len(body), decode_traces, body, media_type, None, self._max_chars,
+                                                self._selection)
         return self.accept_spans(decoded, transport)
 
     async def logs(self, body: bytes, media_type: str, transport: str) -> IngestOutcome:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
-from monitor.model import Document, LogRecord, Message, SpanRecord
+from monitor.model import AttributeSelection, Document, LogRecord, Message, SpanRecord
 
 __all__ = ["CHAT", "EMBEDDING", "RETRIEVAL", "RERANK", "TOOL", "ENTRY", "LlmCall", "Retrieval",
            "TraceView", "Convention"]
@@ -113,6 +113,9 @@ class Convention(Protocol):
     # Attribute keys at least one of which a span must carry for ``role`` to be anything but
     # None: lets the builder skip the many spans no convention claims without asking each one.
     role_keys: frozenset[str]
+    # Every span attribute key any method reads (exact, or the prefix of flattened keys): ingest
+    # keeps only these, so a key read here but missing from ``reads`` is never seen.
+    reads: AttributeSelection
 
     def role(self, span: SpanRecord) -> str | None:
         """CHAT, EMBEDDING, RETRIEVAL, RERANK, TOOL or ENTRY (a chain/workflow/agent/pipeline

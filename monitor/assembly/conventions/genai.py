@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from monitor.assembly.conventions.base import (
     CHAT, EMBEDDING, ENTRY, RETRIEVAL, TOOL, LlmCall, Retrieval, TraceView, attr_str)
 from monitor.assembly.messages import as_int, as_str, documents_from_value, genai_messages, genai_text, load_json
-from monitor.model import LogRecord, Message, SpanRecord
+from monitor.model import AttributeSelection, LogRecord, Message, SpanRecord
 
 __all__ = ["CONVENTION", "GenAI"]
 
@@ -83,6 +83,10 @@ def _first_int(a: Any, keys: Sequence[str]) -> int | None:
 class GenAI:
     name = "genai"
     role_keys = frozenset({OPERATION, RETRIEVAL_DOCUMENTS})
+    reads = AttributeSelection(frozenset({
+        OPERATION, PROVIDER, SYSTEM, REQUEST_MODEL, RESPONSE_MODEL, RESPONSE_ID, CONVERSATION_ID, *INPUT_TOKENS,
+        *OUTPUT_TOKENS, INPUT_MESSAGES, OUTPUT_MESSAGES, SYSTEM_INSTRUCTIONS, RETRIEVAL_DOCUMENTS, RETRIEVAL_QUERY,
+        TOOL_RESULT, TOOL_ARGUMENTS}))
 
     def role(self, span: SpanRecord) -> str | None:
         a = span.attributes

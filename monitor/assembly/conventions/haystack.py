@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from monitor.assembly.conventions.base import (
     CHAT, EMBEDDING, ENTRY, RERANK, RETRIEVAL, LlmCall, Retrieval, TraceView)
 from monitor.assembly.messages import as_int, as_str, documents_from_value, genai_text, input_text, load_json
-from monitor.model import Message, SpanRecord
+from monitor.model import AttributeSelection, Message, SpanRecord
 
 __all__ = ["CONVENTION", "Haystack"]
 
@@ -69,6 +69,7 @@ def _reply_meta(output: Any) -> Mapping[str, Any]:
 class Haystack:
     name = "haystack"
     role_keys = frozenset({COMPONENT_TYPE, PIPELINE_INPUT})
+    reads = AttributeSelection(frozenset({COMPONENT_TYPE, COMPONENT_INPUT, COMPONENT_OUTPUT, PIPELINE_INPUT}))
 
     def role(self, span: SpanRecord) -> str | None:
         a = span.attributes

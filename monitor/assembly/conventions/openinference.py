@@ -15,7 +15,7 @@ from monitor.assembly.conventions.base import (
 from monitor.assembly.messages import (
     as_int, as_str, documents_from_value, genai_messages, genai_text, indexed_documents, indexed_messages,
     input_text, load_json)
-from monitor.model import Document, Message, SpanRecord
+from monitor.model import AttributeSelection, Document, Message, SpanRecord
 
 __all__ = ["CONVENTION", "OpenInference"]
 
@@ -101,6 +101,10 @@ def _value_messages(a: Mapping[str, Any]) -> tuple[list[Message], list[Message]]
 class OpenInference:
     name = "openinference"
     role_keys = frozenset({SPAN_KIND})
+    reads = AttributeSelection(
+        frozenset({SPAN_KIND, MODEL_NAME, INVOCATION_PARAMETERS, PROVIDER, SYSTEM, TOKEN_PROMPT, TOKEN_COMPLETION,
+                   PROMPT_TEMPLATE, INPUT_VALUE, OUTPUT_VALUE, RERANKER_QUERY, SESSION_ID}),
+        tuple(p + "." for p in (INPUT_MESSAGES, OUTPUT_MESSAGES, RETRIEVAL_DOCUMENTS, RERANKER_OUTPUT_DOCUMENTS)))
 
     def role(self, span: SpanRecord) -> str | None:
         kind = span.attributes.get(SPAN_KIND)

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from monitor.assembly.conventions.base import (
     CHAT, EMBEDDING, ENTRY, RETRIEVAL, TOOL, LlmCall, Retrieval, TraceView, attr_str)
 from monitor.assembly.messages import as_int, documents_from_value, indexed_messages, input_text, load_json
-from monitor.model import Message, SpanRecord
+from monitor.model import AttributeSelection, Message, SpanRecord
 
 __all__ = ["CONVENTION", "OpenLLMetry"]
 
@@ -43,6 +43,9 @@ def _entity_output(a: Mapping[str, Any]) -> Any:
 class OpenLLMetry:
     name = "openllmetry"
     role_keys = frozenset({REQUEST_TYPE, SPAN_KIND})
+    reads = AttributeSelection(
+        frozenset({REQUEST_TYPE, SPAN_KIND, ENTITY_INPUT, ENTITY_OUTPUT, *SESSION_KEYS, PROMPT_TOKENS, COMPLETION_TOKENS}),
+        (PROMPT_PREFIX + ".", COMPLETION_PREFIX + "."))
 
     def role(self, span: SpanRecord) -> str | None:
         a = span.attributes
