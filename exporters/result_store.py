@@ -35,13 +35,15 @@ import sqlite3
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import StoreConfig
-from exporters.turn_queries import OutcomeReason, StoredTurn, encode_documents, outcome_reasons, worst_turns
+from exporters.store_schema import (INSERT_RESULT, INSERT_SCORE, MIGRATIONS, SCHEMA_VERSION, SCORE_COLUMNS,
+                                    result_values, score_values)
+from exporters.turn_queries import OutcomeReason, StoredTurn, outcome_reasons, worst_turns
 from monitor.model import EvaluationResult, SamplingDecision, Turn
 from monitor.telemetry import BACKLOG, Telemetry, counter
 from monitor.turn_codec import decode_pending, encode_pending
@@ -55,68 +57,10 @@ log = logging.getLogger(__name__)
 HIGHER_IS_WORSE = frozenset({"hate_unfairness", "sexual", "violence", "self_harm", "jailbreak",
                              "local_jailbreak_attempt", "local_offensive_language", "local_system_prompt_leak"})
 
-SCHEMA_VERSION = 3
 MAX_QUERY_ROWS = 1000
 MAX_REFILL_ROWS = 1_000_000
 _DELETE_CHUNK = 5000
 _SIZE_TARGET = 0.9
-_TRUNCATED = "…"
-
-_SCHEMA = """
-CREATE TABLE results (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    timestamp REAL NOT NULL,
-    trace_id TEXT NOT NULL,
-    span_id TEXT,
-    conversation_id TEXT NOT NULL,
-    service TEXT NOT NULL,
-    labels TEXT NOT NULL,
-    weight REAL NOT NULL,
-    sampling_policy TEXT NOT NULL,
-    question TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    turn_start_unix_nano INTEGER NOT NULL
-);
-CREATE INDEX results_timestamp ON results(timestamp);
-CREATE TABLE scores (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
-    timestamp REAL NOT NULL,
-    metric TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    value REAL,
-    scale_low REAL NOT NULL,
-    scale_high REAL NOT NULL,
-    label TEXT,
-    reason TEXT,
-    status TEXT NOT NULL,
-    error_type TEXT
-);
-CREATE INDEX scores_result ON scores(result_id);
-CREATE INDEX scores_timestamp ON scores(timestamp);
-CREATE INDEX scores_metric_timestamp ON scores(metric, timestamp);
-CREATE INDEX scores_outcome_timestamp ON scores(outcome, timestamp);
-"""
-# Version 2: the evaluation backlog (sampled turns not yet evaluated).
-_SCHEMA_PENDING = """
-CREATE TABLE pending (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    trace_id TEXT NOT NULL UNIQUE,
-    created REAL NOT NULL,
-    payload TEXT NOT NULL
-)"""
-# Version 3: the turn's retrieved documents (JSON, see exporters.turn_queries), for the status page.
-_SCHEMA_DOCUMENTS = "ALTER TABLE results ADD COLUMN documents TEXT NOT NULL DEFAULT '[]'"
-_MIGRATIONS = {0: ";".join((_SCHEMA, _SCHEMA_PENDING, _SCHEMA_DOCUMENTS)),
-               1: _SCHEMA_PENDING + ";" + _SCHEMA_DOCUMENTS, 2: _SCHEMA_DOCUMENTS}
-
-_INSERT_RESULT = """INSERT INTO results (timestamp, trace_id, span_id, conversation_id, service, labels, weight,
-    sampling_policy, question, answer, turn_start_unix_nano, documents) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-_INSERT_SCORE = """INSERT INTO scores (result_id, timestamp, metric, outcome, value, scale_low, scale_high, label,
-    reason, status, error_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-_SELECT = """SELECT s.id, s.timestamp, s.metric, s.outcome, s.value, s.scale_low, s.scale_high, s.label, s.reason,
-    s.status, s.error_type, r.weight, r.sampling_policy, r.trace_id, r.span_id, r.conversation_id, r.service,
-    r.labels, r.question, r.answer, r.turn_start_unix_nano FROM scores s JOIN results r ON r.id = s.result_id"""
 
 
 STORE_WRITE_FAILURES = counter(
@@ -155,31 +99,30 @@ class StoredEvaluation:
     turn_start_unix_nano: int
 
 
-def _stored(row: Sequence[Any]) -> StoredEvaluation:
-    labels = json.loads(row[17])
-    return StoredEvaluation(row[0], row[1], row[2], row[3], row[4], (row[5], row[6]), row[7], row[8], row[9],
-                            row[10], row[11], row[12], row[13], row[14], row[15], row[16],
-                            labels if isinstance(labels, dict) else {}, row[18], row[19], row[20])
+_SCORE_NAMES = frozenset(c.name for c in SCORE_COLUMNS)
 
 
-def _cut(text: str | None, limit: int) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    return text[: limit - 1] + _TRUNCATED
+def _select_list() -> str:
+    # Each StoredEvaluation field is read from the column of the same name (the score's when
+    # both tables have one); the scale is its two columns.
+    parts = []
+    for f in fields(StoredEvaluation):
+        if f.name == "scale":
+            parts += ["s.scale_low", "s.scale_high"]
+        else:
+            parts.append(f"{'s' if f.name in _SCORE_NAMES else 'r'}.{f.name}")
+    return ", ".join(parts)
 
 
-def _labels(result: EvaluationResult) -> str:
-    turn = result.turn
-    labels = {str(k): str(v) for k, v in turn.labels.items()}
-    model = turn.response_model or turn.request_model
-    if model and "model" not in labels:
-        labels["model"] = model
-    return json.dumps(labels, ensure_ascii=False, sort_keys=True)
+_SELECT = f"SELECT {_select_list()} FROM scores s JOIN results r ON r.id = s.result_id"
 
 
-def _finite(value: float | None) -> float | None:
-    # SQLite stores NaN as NULL and would turn an infinite weight into a REAL inf; keep both out.
-    return value if value is None or math.isfinite(value) else None
+def _stored(row: sqlite3.Row) -> StoredEvaluation:
+    values = dict(zip(row.keys(), row))
+    values["scale"] = (values.pop("scale_low"), values.pop("scale_high"))
+    labels = json.loads(values["labels"])
+    values["labels"] = labels if isinstance(labels, dict) else {}
+    return StoredEvaluation(**values)
 
 
 def _open_database(path: str, max_bytes: int) -> sqlite3.Connection:
@@ -223,12 +166,12 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version == SCHEMA_VERSION:
         return
-    if version not in _MIGRATIONS:
+    if version not in MIGRATIONS:
         raise StoreOpenError(f"exporters.store.path={path!r}: schema version {version} is not {SCHEMA_VERSION} "
                              "(written by another rag-monitor version); use another path")
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for statement in filter(str.strip, _MIGRATIONS[version].split(";")):
+        for statement in MIGRATIONS[version]:
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.execute("COMMIT")
@@ -260,16 +203,10 @@ def _insert_batch(conn: sqlite3.Connection, batch: Sequence[tuple[float, Evaluat
         _apply_pending(conn, pending)
         conn.executemany("DELETE FROM pending WHERE trace_id = ?", [(r.turn.trace_id,) for _, r in batch])
         for timestamp, result in batch:
-            turn = result.turn
-            cursor = conn.execute(_INSERT_RESULT, (
-                timestamp, turn.trace_id, turn.chat_span_id, turn.conversation_id, turn.service,
-                _labels(result), _finite(result.weight) or 0.0, result.sampling_policy,
-                _cut(turn.question, max_chars), _cut(turn.answer, max_chars), turn.start_time_unix_nano,
-                encode_documents(turn.documents, max_chars)))
-            result_id = cursor.lastrowid
-            conn.executemany(_INSERT_SCORE, [
-                (result_id, timestamp, s.metric, s.outcome, _finite(s.value), s.scale[0], s.scale[1], s.label,
-                 _cut(s.reason, max_chars), s.status, s.error_type) for s in result.scores])
+            result_id = conn.execute(INSERT_RESULT, result_values(timestamp, result, max_chars)).lastrowid
+            assert result_id is not None  # an INSERT into a rowid table always sets it
+            conn.executemany(INSERT_SCORE, [score_values(result_id, timestamp, score, max_chars)
+                                            for score in result.scores])
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -451,6 +388,7 @@ class ResultStore(BatchWriter):
         conn = sqlite3.connect(self._config.path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=5000")
         conn.execute("PRAGMA query_only=ON")
+        conn.row_factory = sqlite3.Row  # reads map columns to record fields by name
         return conn
 
     async def shutdown(self, deadline: float) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Collection, Sequence
 
 from monitor.model import Document
@@ -111,6 +111,27 @@ def _documents(text: str | None) -> tuple[StoredDocument, ...]:
     return tuple(out)
 
 
+def _columns(record: type, renamed: dict[str, str]) -> str:
+    # The columns named like the record's fields (``renamed`` maps a field to its column(s)).
+    out = []
+    for f in fields(record):
+        if f.name in renamed:
+            if renamed[f.name]:
+                out.append(renamed[f.name])
+        else:
+            out.append(f.name)
+    return ", ".join(out)
+
+
+_TURN_COLUMNS = _columns(StoredTurn, {"result_id": "id", "scores": ""})
+_SCORE_COLUMNS = ", ".join("s." + c for c in _columns(StoredScore, {"scale": "scale_low, scale_high"}).split(", "))
+
+
+def _named_rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
 def _goodness(risk: Sequence[str]) -> str:
     """SQL: a score's position on its scale, 0 = worst, flipped for higher-is-worse metrics."""
     marks = ", ".join("?" * len(risk)) or "NULL"
@@ -141,24 +162,27 @@ def worst_turns(conn: sqlite3.Connection, *, since: float, metric: str | None, l
     if not ids:
         return []
     marks = ", ".join("?" * len(ids))
-    results = {r[0]: r for r in conn.execute(
-        "SELECT id, timestamp, trace_id, span_id, conversation_id, service, labels, weight, sampling_policy, "
-        f"question, answer, turn_start_unix_nano, documents FROM results WHERE id IN ({marks})", ids)}
+    results = {r["id"]: r for r in _named_rows(conn.execute(
+        f"SELECT {_TURN_COLUMNS} FROM results WHERE id IN ({marks})", ids))}
     scores: dict[int, list[StoredScore]] = {}
-    for r in conn.execute(
-            "SELECT s.result_id, s.metric, s.outcome, s.status, s.value, s.scale_low, s.scale_high, s.label, "
-            f"s.reason, s.error_type FROM scores s WHERE s.result_id IN ({marks}) "
+    for r in _named_rows(conn.execute(
+            f"SELECT s.result_id, {_SCORE_COLUMNS} FROM scores s WHERE s.result_id IN ({marks}) "
             f"ORDER BY s.outcome = 'defect' DESC, s.status = 'ok' DESC, {_goodness(risk_list)} ASC, s.metric",
-            [*ids, *risk_list]):
-        scores.setdefault(r[0], []).append(StoredScore(r[1], r[2], r[3], r[4], (r[5], r[6]), r[7], r[8], r[9]))
+            [*ids, *risk_list])):
+        rid = r.pop("result_id")
+        r["scale"] = (r.pop("scale_low"), r.pop("scale_high"))
+        scores.setdefault(rid, []).append(StoredScore(**r))
     turns = []
     for rid in ids:
         r = results.get(rid)
         if r is None:  # deleted by retention between the two reads
             continue
-        labels = json.loads(r[6])
-        turns.append(StoredTurn(rid, r[1], r[2], r[3], r[4], r[5], labels if isinstance(labels, dict) else {},
-                                r[7], r[8], r[9], r[10], r[11], _documents(r[12]), tuple(scores.get(rid, ()))))
+        values = dict(r)
+        values["result_id"] = values.pop("id")
+        values["documents"] = _documents(values["documents"])
+        labels = json.loads(values["labels"])
+        values["labels"] = labels if isinstance(labels, dict) else {}
+        turns.append(StoredTurn(**values, scores=tuple(scores.get(rid, ()))))
     return turns
 
 
