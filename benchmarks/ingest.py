@@ -20,7 +20,8 @@ every send) while ``admin_latency.probe_phase`` probes ``/healthz`` (new connect
 ``/metrics`` (keep-alive) every ``--interval`` (0.25 s; their cost is the sidecar's); then a drain
 (no pending trace, empty queues). **Ingest** = spans the sidecar counted received during the load
 ÷ CPU-seconds of its whole process tree from the start of the load to the end of the drain, so
-assembling, sampling, evaluating and storing those spans are all paid for. Also: peak RSS, traces
+assembling, sampling, evaluating and storing those spans are all paid for; **serving** = the same
+spans ÷ the serving process's own CPU (children excluded: what a worker process takes off it). Also: peak RSS, traces
 assembled early (``traces_evicted_total``), conversations closed and sampler cache evictions,
 turns evaluated and dropped. Results go to a SQLite store in the temp dir (on, as by default).
 

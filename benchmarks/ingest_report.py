@@ -10,8 +10,10 @@ RATIO_GOAL = 0.50  # ingest with evaluation off, per CPU-second, against parse+w
 DEFAULTS_GOAL = 20_000  # spans per CPU-second with the embedded defaults
 RSS_GOAL_MIB = 512  # with 128 KiB turns on the default config
 
-COLUMNS = ("case", "run", "anchor k/CPU-s", "ingest k/CPU-s", "ratio", "k spans/s wall", "sidecar cores",
-           "peak RSS MiB", "traces evicted", "convs sent", "convs closed", "sampler evicted", "turns evaluated",
+# "ingest" divides by the CPU of the sidecar's whole process tree (a worker process included);
+# "serving" by the serving process's own CPU (utime + stime, children excluded).
+COLUMNS = ("case", "run", "anchor k/CPU-s", "ingest k/CPU-s", "ratio", "serving k/CPU-s", "k spans/s wall",
+           "sidecar cores", "peak RSS MiB", "traces evicted", "convs sent", "convs closed", "sampler evicted", "turns evaluated",
            "eval dropped", "/healthz p50/p99/max ms", "/metrics p50/p99/max ms")
 
 
@@ -31,6 +33,7 @@ def row(r: dict[str, Any]) -> tuple[str, ...]:
     return (
         r["name"], str(r["repeat"]), f"{r['anchor_spans_per_cpu_s'] / 1e3:.0f}",
         f"{r['ingest_spans_per_cpu_s'] / 1e3:.1f}", f"{r['ratio_to_anchor']:.1%}",
+        f"{r['ingest_spans_per_cpu_s_serving_process'] / 1e3:.1f}",
         f"{r['spans_per_wall_s_during_load'] / 1e3:.1f}", f"{r['sidecar_cores_during_load']:.2f}",
         f"{r['peak_rss_mib']:.0f}" + (f" (+{r['peak_rss_mib_tree'] - r['peak_rss_mib']:.0f})"
                                       if r["peak_rss_mib_tree"] > r["peak_rss_mib"] else ""),
@@ -60,7 +63,11 @@ def goals(runs: list[dict[str, Any]]) -> list[str]:
         rs = [r for r in dflt if r["case"]["turn_kib"] == kib]
         ok = all(r["ingest_spans_per_cpu_s"] >= DEFAULTS_GOAL for r in rs)
         out.append(f"embedded defaults, {kib} KiB turns: {span(rs, 'ingest_spans_per_cpu_s', ',.0f')} spans/CPU-s "
-                   f"(goal >= {DEFAULTS_GOAL:,}): {'met' if ok else 'NOT met'}")
+                   f"of the process tree (goal >= {DEFAULTS_GOAL:,}): {'met' if ok else 'NOT met'}")
+        key = "ingest_spans_per_cpu_s_serving_process"
+        ok = all(r[key] >= DEFAULTS_GOAL for r in rs)
+        out.append(f"embedded defaults, {kib} KiB turns: {span(rs, key, ',.0f')} spans/CPU-s of the serving process "
+                   f"alone (goal >= {DEFAULTS_GOAL:,}): {'met' if ok else 'NOT met'}")
     big = [r for r in dflt if r["case"]["turn_kib"] >= 128]
     if big:
         ok = all(r["peak_rss_mib_tree"] <= RSS_GOAL_MIB for r in big)
@@ -97,7 +104,6 @@ def print_report(report: dict[str, Any], markdown: bool = False) -> None:
                    + ("" if r["drained"] else " (NOT drained)"),
                    f"turns assembled {r['pipeline']['turns_assembled']:,.0f}",
                    f"requests {r['requests']}", f"load generators {r['load_generators_cores']:.2f} cores",
-                   f"serving process alone {r['ingest_spans_per_cpu_s_serving_process'] / 1e3:.1f}k spans/CPU-s",
                    f"peak RSS after warm-up {r['peak_rss_mib_after_warmup']:.0f} MiB",
                    f"metric evaluations in the warm-up {r['warmup_evaluations']:,.0f}",
                    f"load avg after {r['loadavg_1m_after']:.2f}"]
