@@ -10,7 +10,7 @@ from typing import Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from exporters.labels import LabelPolicy
+from exporters.labels import LabelledResult, LabelPolicy
 from exporters.spec import EVALUATION, JUDGE, SAMPLING, Instrument
 from monitor.model import EvaluationResult, ScoreStatus
 
@@ -69,7 +69,10 @@ class PrometheusResults:
         self._score.labels(*key)
 
     def consume_result(self, result: EvaluationResult) -> None:
-        values = self._policy.values(result)
+        self.consume_labelled(self._policy.label(result))
+
+    def consume_labelled(self, item: LabelledResult) -> None:
+        result, values = item.result, tuple(item.labels.values())
         exemplar = {"trace_id": result.turn.trace_id}
         for score in result.scores:
             key = (score.metric, *values)

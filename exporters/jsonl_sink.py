@@ -27,6 +27,7 @@ from typing import Any, BinaryIO, Callable, Sequence
 
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import JsonlConfig
+from exporters.labels import recorded_labels
 from monitor.model import EvaluationResult, Score
 from monitor.telemetry import Telemetry, counter
 
@@ -52,10 +53,7 @@ def score_record(score: Score) -> dict[str, Any]:
 def result_record(result: EvaluationResult, timestamp: float) -> dict[str, Any]:
     """The JSON object of one line. ``labels`` holds the turn's labels plus ``model`` when known."""
     turn = result.turn
-    labels = dict(turn.labels)
-    model = turn.response_model or turn.request_model
-    if model and "model" not in labels:
-        labels["model"] = model
+    labels = recorded_labels(turn)
     return {
         "timestamp": timestamp,
         "trace_id": turn.trace_id,

@@ -9,17 +9,32 @@ was hit. The service label gets the same treatment.
 
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Mapping, Protocol, Sequence
 
 from monitor.model import EvaluationResult, Turn
 from monitor.telemetry import NullTelemetry, Telemetry, counter
 
-__all__ = ["OTHER", "UNKNOWN", "LabelPolicy"]
+__all__ = ["OTHER", "UNKNOWN", "LabelPolicy", "LabelledResult", "LabelledConsumer", "LabelFanOut",
+           "LABEL_VALUES_CAPPED", "recorded_labels"]
+
+log = logging.getLogger(__name__)
 
 OTHER = "other"
 UNKNOWN = "unknown"
 _MAX_VALUE_CHARS = 120
+
+
+def recorded_labels(turn: Turn) -> dict[str, str]:
+    """What the result store and the JSONL sink record as a turn's labels: all of the turn's
+    labels (no allow-list: they are not series) plus ``model`` when known."""
+    labels = {str(k): str(v) for k, v in turn.labels.items()}
+    model = turn.response_model or turn.request_model
+    if model and "model" not in labels:
+        labels["model"] = model
+    return labels
 
 
 def _builtin(name: str, turn: Turn, policy: str) -> str | None:
@@ -92,5 +107,40 @@ class LabelPolicy:
     def as_dict(self, result: EvaluationResult) -> dict[str, str]:
         return dict(zip(self.names, self.values(result)))
 
+    def label(self, result: EvaluationResult) -> LabelledResult:
+        return LabelledResult(result, self.as_dict(result))
+
     def distinct_values(self, name: str) -> int:
         return len(self._seen[name])
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledResult:
+    """A result with its exported label values (``LabelPolicy.names`` order, ``service`` first)."""
+
+    result: EvaluationResult
+    labels: Mapping[str, str]
+
+
+class LabelledConsumer(Protocol):
+    """An exporter that labels series: it takes the values computed once for every such exporter."""
+
+    def consume_labelled(self, item: LabelledResult) -> None: ...
+
+
+class LabelFanOut:
+    """``ResultConsumer``: computes a result's label values once (admitting, and counting a cap
+    once) and hands them to every exporter that labels series (Prometheus, the rolling windows,
+    OTLP metrics), so they all see the same values."""
+
+    def __init__(self, policy: LabelPolicy, consumers: Sequence[LabelledConsumer]) -> None:
+        self._policy = policy
+        self._consumers = tuple(consumers)
+
+    def consume_result(self, result: EvaluationResult) -> None:
+        item = self._policy.label(result)
+        for consumer in self._consumers:
+            try:
+                consumer.consume_labelled(item)
+            except Exception:  # one exporter's bug must not starve the others
+                log.exception("%s failed on a result", type(consumer).__name__)

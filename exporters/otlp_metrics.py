@@ -63,7 +63,7 @@ from prometheus_client import CollectorRegistry
 
 import monitor
 from exporters.config import OtlpMetricsConfig
-from exporters.labels import LabelPolicy
+from exporters.labels import LabelledResult, LabelPolicy
 from exporters.spec import EVALUATION, JUDGE, ROLLING, Instrument
 from monitor.model import EvaluationResult, ScoreStatus, Turn
 
@@ -395,10 +395,14 @@ class OtlpMetrics:
     # -- ResultConsumer -----------------------------------------------------------------------
 
     def consume_result(self, result: EvaluationResult) -> None:
+        if self._i is not None:
+            self.consume_labelled(self._policy.label(result))
+
+    def consume_labelled(self, item: LabelledResult) -> None:
         i = self._i
         if i is None:
             return
-        labels = self._policy.as_dict(result)
+        result, labels = item.result, item.labels
         exemplar = turn_context(result.turn, need_span=True)
         for score in result.scores:
             outcome = score.outcome

@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Sequence
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from exporters.labels import LabelledResult
 from exporters.spec import ROLLING
 from exporters.stats import Z_95, wilson_interval
 from monitor.model import EvaluationResult, ScoreStatus
@@ -117,7 +118,13 @@ class RollingStats:
     # -- writing ------------------------------------------------------------------------------
 
     def consume_result(self, result: EvaluationResult) -> None:
-        service = self._service_of(result)
+        self._add(result, self._service_of(result))
+
+    def consume_labelled(self, item: LabelledResult) -> None:
+        """The service value the exporters' label policy admitted for this result."""
+        self._add(item.result, item.labels["service"])
+
+    def _add(self, result: EvaluationResult, service: str) -> None:
         now = self._clock()
         with self._lock:
             for score in result.scores:

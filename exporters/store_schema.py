@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from exporters.labels import recorded_labels
 from exporters.turn_queries import encode_documents
 from monitor.model import EvaluationResult, Score
 
@@ -36,12 +37,7 @@ def finite(value: float | None) -> float | None:
 
 
 def _labels(result: EvaluationResult) -> str:
-    turn = result.turn
-    labels = {str(k): str(v) for k, v in turn.labels.items()}
-    model = turn.response_model or turn.request_model
-    if model and "model" not in labels:
-        labels["model"] = model
-    return json.dumps(labels, ensure_ascii=False, sort_keys=True)
+    return json.dumps(recorded_labels(result.turn), ensure_ascii=False, sort_keys=True)
 
 
 # What a result row is written from: (timestamp, result, max_chars); a score row: (timestamp, score, max_chars).

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 from exporters.evaluation_metrics import PrometheusJudgeTelemetry, PrometheusResults, PrometheusSamplingTelemetry
 from exporters.evaluation_events import EvaluationEvents
 from exporters.jsonl_sink import JsonlSink
-from exporters.labels import LabelPolicy
+from exporters.labels import LabelFanOut, LabelPolicy
 from exporters.otlp_metrics import OtlpMetrics, rolling_readings
 from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
 from exporters.result_store import ResultStore
@@ -129,11 +129,9 @@ class Sidecar:
         exp = config.exporters
         self.labels = LabelPolicy(exp.labels, exp.max_label_values, self.telemetry)
         self.results = PrometheusResults(self.registry, self.labels)
-        labels = self.labels
-        # The Prometheus side admits (and counts) every result's labels; the windows only reuse
-        # the service value.
-        self.rolling = RollingStats(exp.window_seconds(),
-                                    service_of=lambda r: labels.admit("service", r.turn.service, count=False))
+        # Label values are computed once per result (exporters.labels.LabelFanOut) for the
+        # Prometheus series, the rolling windows and the OTLP metrics.
+        self.rolling = RollingStats(exp.window_seconds())
         self.registry.register(RollingCollector(self.rolling))
         self.jailbreak = JailbreakComparison(exp.window_seconds())
         self.registry.register(JailbreakCollector(self.jailbreak))
@@ -163,9 +161,7 @@ class Sidecar:
         cfg = self.config
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rag-monitor-decode")
         exp = cfg.exporters
-        # Its own label policy: same values (same results, same order), but an overflow is
-        # counted once, by the Prometheus side.
-        self.otlp_metrics = (OtlpMetrics(exp.otlp_metrics, LabelPolicy(exp.labels, exp.max_label_values),
+        self.otlp_metrics = (OtlpMetrics(exp.otlp_metrics, self.labels,
                                          cfg.service_name, defect_rates=rolling_readings(self.rolling),
                                          registry_bridge=self.registry)
                              if exp.otlp_metrics.enabled else None)
@@ -183,15 +179,15 @@ class Sidecar:
                                  telemetry=self.sampling_telemetry)
         self.store = ResultStore(exp.store, self.telemetry) if exp.store.enabled else None
         self.jsonl = JsonlSink(exp.jsonl, self.telemetry) if exp.jsonl.path else None
-        sinks = tuple(c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events)
-                      if c is not None)
+        sinks = tuple(c for c in (self.store, self.jsonl, self.evaluation_events) if c is not None)
         keep_text = cfg.redaction.keep_text
         if not keep_text:  # scores, ids and labels only in the store, JSONL, events and API
             sinks = (TextFreeResults(sinks),)
         backlog = self.store if keep_text else None  # the durable backlog holds turn text
         self.evaluation = EvaluationStage(
             sampling, build_evaluators(cfg.evaluation, self.judge, content_safety=self.content_safety),
-            (self.results, self.rolling, self.jailbreak, *sinks, *self._extra_consumers),
+            (LabelFanOut(self.labels, [c for c in (self.results, self.rolling, self.otlp_metrics) if c is not None]),
+             self.jailbreak, *sinks, *self._extra_consumers),
             self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=backlog,
             max_queue_bytes=cfg.evaluation.max_queue_bytes)
         # Redaction in front of evaluation: the judge, the backlog and every sink get redacted text.

@@ -5,8 +5,9 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from exporters.evaluation_metrics import PrometheusResults
-from exporters.labels import OTHER, LabelPolicy
+from exporters.labels import LABEL_VALUES_CAPPED, OTHER, LabelFanOut, LabelledResult, LabelPolicy
 from exporters.prometheus import PrometheusTelemetry
+from monitor.telemetry import CountingTelemetry
 from tests.exporters.results import result, score
 
 
@@ -62,3 +63,39 @@ def test_a_capped_value_is_counted_once_per_result_across_prometheus_and_rolling
         for consumer in (sidecar.results, sidecar.rolling):  # as the evaluation stage fans out
             consumer.consume_result(r)
     assert sidecar.registry.get_sample_value("rag_monitor_label_values_capped_total", {"label": "service"}) == 3
+
+
+def test_label_values_are_computed_once_and_shared_by_every_labelling_exporter() -> None:
+    telemetry = CountingTelemetry()
+    policy = LabelPolicy(["route"], max_values=1, telemetry=telemetry)
+    seen: list[list[LabelledResult]] = [[], []]
+
+    class Exporter:
+        def __init__(self, into: list[LabelledResult]) -> None:
+            self.into = into
+
+        def consume_labelled(self, item: LabelledResult) -> None:
+            self.into.append(item)
+
+    fan_out = LabelFanOut(policy, [Exporter(seen[0]), Exporter(seen[1])])
+    fan_out.consume_result(result(score("groundedness", 2.0), labels={"route": "/a"}))
+    fan_out.consume_result(result(score("groundedness", 2.0), labels={"route": "/b"}))
+    assert seen[0] == seen[1]  # the very same values for both exporters
+    assert [dict(i.labels) for i in seen[0]] == [{"service": "rag-app", "route": "/a"},
+                                                 {"service": "rag-app", "route": OTHER}]
+    assert telemetry.value(LABEL_VALUES_CAPPED, label="route") == 1  # one overflow, counted once
+
+
+def test_one_failing_exporter_does_not_starve_the_others() -> None:
+    got: list[LabelledResult] = []
+
+    class Broken:
+        def consume_labelled(self, item: LabelledResult) -> None:
+            raise RuntimeError("bug")
+
+    class Fine:
+        def consume_labelled(self, item: LabelledResult) -> None:
+            got.append(item)
+
+    LabelFanOut(LabelPolicy([], max_values=5), [Broken(), Fine()]).consume_result(result(score("fluency", 4.0)))
+    assert len(got) == 1
