@@ -217,7 +217,8 @@ def inspect(traces: tuple[str, ...], logs: tuple[str, ...], config_path: str | N
 @click.option("--judge-model", default=None, help="Judge model name.")
 @click.option("--judge-api-key-env", default=None, metavar="VAR", help="Environment variable holding the API key.")
 @click.option("--concurrency", type=click.IntRange(1, 1024), default=None,
-              help="Turns evaluated at once and judge requests in flight (default: judge.max_concurrency).")
+              help="Turns evaluated at once and the ceiling of judge requests in flight (default: "
+              "judge.max_concurrency when the config sets it, else 64; a 429 still halves it).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one JSON result line per input row here.")
 @click.option("--fail-under", multiple=True, metavar="METRIC=VALUE",

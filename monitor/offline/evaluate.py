@@ -2,13 +2,14 @@
 
 The same code path as the sidecar: :func:`~monitor.evaluation.registry.build_evaluators` on the
 ``evaluation`` config, the real :class:`~monitor.judge.client.JudgeClient` (budgets, retries,
-circuit breaker, structured output) on the ``judge`` config, ``mark_jailbreak_attempt`` then
-:func:`~monitor.evaluation.runner.evaluate_turn` per turn. Command-line options override the
-config file; with no judge model/endpoint only the local tier runs (said on stderr).
+circuit breaker, structured output) on the ``judge`` config, the sidecar's jailbreak-attempt
+flag (when a selected metric reads it) then :func:`~monitor.evaluation.runner.evaluate_turn` per
+turn. Command-line options override the config file; with no judge model/endpoint only the local
+tier runs (said on stderr).
 
 The file is read and validated completely before the first judge call, so a malformed row costs
-nothing. Turns are evaluated by ``concurrency`` workers (default ``judge.max_concurrency``); a
-turn that fails in an unexpected way becomes ``internal_error`` scores and the run goes on.
+nothing. Turns are evaluated by ``concurrency`` workers (see :func:`eval_concurrency`); a turn that
+fails in an unexpected way becomes ``internal_error`` scores and the run goes on.
 Results are written per input row, in input order, as soon as the row and every row before it
 are complete (``--out``); the summary table goes to stdout, progress and notices to stderr.
 
@@ -39,7 +40,7 @@ from monitor.offline.report import MetricSummary, fail_under_failures, parse_fai
 from monitor.offline.rows import Dataset, EvalRow, read_dataset
 from monitor.evaluation.config import EvaluationConfig
 from monitor.evaluation.conversation import aggregate_conversation
-from monitor.evaluation.local.jailbreak_attempt import mark_jailbreak_attempt
+from monitor.evaluation.local.jailbreak_attempt import jailbreak_marker
 from monitor.evaluation.registry import MetricConfigError, build_evaluators, default_registry
 from monitor.evaluation.runner import INTERNAL_ERROR, InternalErrors, evaluate_turn
 from monitor.evaluation.scoring import failed
@@ -51,13 +52,22 @@ from monitor.model import Score, Turn
 from monitor.redaction import REDACTIONS, Redactor
 from monitor.telemetry import CountingTelemetry
 
-__all__ = ["EvalRequest", "RowOutcome", "EXIT_FAIL_UNDER", "select_metrics", "judge_config",
-           "evaluate_rows", "run"]
+__all__ = ["EvalRequest", "RowOutcome", "EXIT_FAIL_UNDER", "DEFAULT_CONCURRENCY", "select_metrics",
+           "judge_config", "eval_concurrency", "evaluate_rows", "run"]
 
 log = logging.getLogger(__name__)
 
 EXIT_OK = 0
 EXIT_FAIL_UNDER = 3
+
+DEFAULT_CONCURRENCY = 64
+"""Turns in flight when neither ``--concurrency`` nor the config's ``judge.max_concurrency`` says
+otherwise. ``judge.max_concurrency``'s own default (4) is a long-running sidecar's share of a judge
+it shares with the application; an offline run is a batch job that should finish at the judge's
+pace (the peers default to 10-50 in flight). The judge's other limits still apply."""
+# Metrics whose evaluator reads Turn.jailbreak_attempt (the judge's jailbreak metric reports it in
+# its details); for any other set the detector's verdict would be computed and never read.
+_READS_JAILBREAK_FLAG = frozenset({"jailbreak"})
 
 
 @dataclass(frozen=True)
@@ -146,9 +156,32 @@ def judge_config(base: JudgeConfig, request: JudgeOverrides, environ: Mapping[st
         raise ConfigError(_validation_message("judge", exc)) from None
 
 
-async def _evaluate_one(turn: Turn, evaluators: Sequence[Evaluator], errors: InternalErrors) -> tuple[Score, ...]:
+def eval_concurrency(judge: JudgeConfig, requested: int | None) -> int:
+    """Turns in flight for ``eval``, which is also the ceiling of its judge client's window:
+    ``--concurrency`` when given; else ``judge.max_concurrency`` when the config sets it (a limit
+    the operator chose for their judge, respected as is); else :data:`DEFAULT_CONCURRENCY`.
+
+    Whatever the number, the judge client still enforces ``judge.requests_per_minute``,
+    ``judge.tokens_per_minute`` and the client-wide 429 throttle, which halves the window on a
+    rate-limited round and grows it back, so a ceiling above what the judge takes costs a few
+    throttled rounds, not a failed run."""
+    if requested is not None:
+        return requested
+    return judge.max_concurrency if "max_concurrency" in judge.model_fields_set else DEFAULT_CONCURRENCY
+
+
+def _jailbreak_flagger(evaluators: Sequence[Evaluator]) -> Callable[[Turn], Turn] | None:
+    """The function that sets ``Turn.jailbreak_attempt`` (the sidecar's own, sharing the memo of
+    ``local_jailbreak_attempt`` when it runs), or None when no selected metric reads the flag."""
+    if not any(m in _READS_JAILBREAK_FLAG for e in evaluators for m in e.metric_ids):
+        return None
+    return jailbreak_marker(evaluators)
+
+
+async def _evaluate_one(turn: Turn, evaluators: Sequence[Evaluator], errors: InternalErrors,
+                        flag: Callable[[Turn], Turn] | None) -> tuple[Score, ...]:
     try:
-        return await evaluate_turn(mark_jailbreak_attempt(turn), evaluators, errors)
+        return await evaluate_turn(flag(turn) if flag else turn, evaluators, errors)
     except Exception as exc:  # noqa: BLE001 - one turn's failure must not stop the run
         log.exception("turn %s: evaluation failed", turn.trace_id)
         return tuple(failed(m, (0.0, 1.0), INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
@@ -169,6 +202,7 @@ async def evaluate_rows(rows: Sequence[EvalRow], evaluators: Sequence[Evaluator]
     done: list[RowOutcome | None] = [None] * len(rows)
     work = iter([(ri, ti) for ri, r in enumerate(rows) for ti in range(len(r.turns))])
     errors = InternalErrors()
+    flag = _jailbreak_flagger(evaluators)
     next_out = 0
 
     def release() -> None:
@@ -179,7 +213,7 @@ async def evaluate_rows(rows: Sequence[EvalRow], evaluators: Sequence[Evaluator]
 
     async def worker() -> None:
         for ri, ti in work:  # one shared iterator: each item is taken by exactly one worker
-            results[ri][ti] = await _evaluate_one(rows[ri].turns[ti], evaluators, errors)
+            results[ri][ti] = await _evaluate_one(rows[ri].turns[ti], evaluators, errors, flag)
             on_turn()
             remaining[ri] -= 1
             if remaining[ri] == 0:
@@ -238,7 +272,8 @@ async def _run_async(dataset: Dataset, evaluation: EvaluationConfig, judge_cfg: 
             if out is not None:
                 out.write(json.dumps(_record(outcome), ensure_ascii=False, default=str) + "\n")
 
-        with click.progressbar(length=dataset.turn_count, label="evaluating", file=sys.stderr,
+        label = f"evaluating ({concurrency} at once)"
+        with click.progressbar(length=dataset.turn_count, label=label, file=sys.stderr,
                                show_pos=True, show_eta=True) as bar:
             return await evaluate_rows(dataset.rows, evaluators, concurrency,
                                        on_turn=lambda: bar.update(1), on_row=write)
@@ -266,7 +301,8 @@ def run(config: MonitorConfig, request: EvalRequest, environ: Mapping[str, str] 
     environ = os.environ if environ is None else environ
     limits = _parse_limits(request.fail_under)
     evaluation = select_metrics(config.evaluation, request.metrics)
-    judge_cfg = judge_config(config.judge, request, environ)
+    concurrency = eval_concurrency(config.judge, request.concurrency)
+    judge_cfg = judge_config(config.judge, replace(request, concurrency=concurrency), environ)
     metric_ids = [e.id for e in evaluation.entries()]
     _check_gate(limits, metric_ids, judge_cfg.enabled)
     dataset = _redacted(read_dataset(request.data), config)
@@ -280,7 +316,6 @@ def run(config: MonitorConfig, request: EvalRequest, environ: Mapping[str, str] 
     if notice:
         registry = default_registry()
         metric_ids = [m for m in metric_ids if registry.get(m).tier != "judge" or m in on_service]
-    concurrency = request.concurrency or judge_cfg.max_concurrency
     telemetry = RecordingJudgeTelemetry()
     started = time.monotonic()
     with _open_out(request.out) as out:
