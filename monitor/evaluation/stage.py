@@ -11,6 +11,12 @@ With a :class:`Backlog` (the result store), every enqueued turn is also made dur
 the backlog when its result is stored; at shutdown what the deadline cuts off stays there
 (counted ``deferred``) and the next start evaluates it first (``resumed``). Without one, what the
 deadline cuts off is dropped and counted. Either way no accepted turn goes unaccounted.
+
+With ``local_workers`` > 0 the CPU-bound local metrics (every local-tier evaluator but the
+jailbreak detector, whose verdict the stage computes on arrival and the evaluator reuses) run in
+a :class:`LocalWorkerPool` of that many processes; a :class:`PooledEvaluator` takes their place
+in the evaluator list. The pool starts with the stage and stops after its workers, within the
+same deadline.
 """
 
 from __future__ import annotations
@@ -19,15 +25,20 @@ import asyncio
 import logging
 from typing import Protocol, Sequence
 
-from monitor.evaluation.local.jailbreak_attempt import jailbreak_marker
+from monitor.evaluation.local.jailbreak_attempt import JailbreakAttemptEvaluator, jailbreak_marker
+from monitor.evaluation.local.worker_pool import LocalWorkerPool, PooledEvaluator, split_offloadable
+from monitor.evaluation.registry import default_registry
 from monitor.evaluation.runner import InternalErrors, evaluate_turn
-from monitor.interfaces import Evaluator, ResultConsumer, Telemetry
+from monitor.interfaces import Evaluator, ResultConsumer
 from monitor.model import Conversation, EvaluationResult, SamplingDecision, Turn
+from monitor.telemetry import BACKLOG, QUEUE_DROPPED, Telemetry
 
-__all__ = ["DecisionSource", "EvaluationStage"]
+__all__ = ["DecisionSource", "EvaluationStage", "offload_local"]
 
 log = logging.getLogger(__name__)
 _QUEUE = "evaluation"
+_WARM_UP_TURN = Turn("0" * 32, "warm-up", "Is the tent waterproof?", "The tent is not waterproof.",
+                     system_prompt="Answer from the documents only.")
 
 
 class DecisionSource(Protocol):
@@ -61,17 +72,18 @@ class EvaluationStage:
 
     def __init__(self, sampling: DecisionSource, evaluators: Sequence[Evaluator],
                  consumers: Sequence[ResultConsumer], telemetry: Telemetry, queue_size: int, workers: int,
-                 backlog: Backlog | None = None, max_queue_bytes: int = 64 * 1024 * 1024) -> None:
+                 backlog: Backlog | None = None, max_queue_bytes: int = 64 * 1024 * 1024,
+                 local_workers: int = 0, local_queue_size: int = 64) -> None:
         self._max_queue_bytes = max_queue_bytes
         self._queued_bytes = 0
         self._backlog = backlog
         self._resume_task: asyncio.Task[None] | None = None
         self._in_flight = 0
         self._sampling = sampling
-        self._evaluators = tuple(evaluators)
         # The configured detector when local_jailbreak_attempt runs, so the flag uses its threshold
         # and the evaluator reuses this verdict instead of scoring the question again.
-        self._mark_jailbreak = jailbreak_marker(self._evaluators)
+        self._mark_jailbreak = jailbreak_marker(evaluators)
+        self._pool, self._evaluators = offload_local(tuple(evaluators), local_workers, local_queue_size, telemetry)
         self._consumers = tuple(consumers)
         self._telemetry = telemetry
         # (turn, decision, text bytes counted against max_queue_bytes)
@@ -85,6 +97,11 @@ class EvaluationStage:
     def queue_depth(self) -> int:
         return self._queue.qsize()
 
+    @property
+    def local_pool(self) -> LocalWorkerPool | None:
+        """The local worker pool (None with ``local_workers`` 0 or nothing to offload)."""
+        return self._pool
+
     def turn_added(self, conversation: Conversation, turn: Turn) -> None:
         if not self._accepting or not self._evaluators:
             return
@@ -94,12 +111,12 @@ class EvaluationStage:
             return
         size = turn.text_bytes
         if self._queued_bytes + size > self._max_queue_bytes:
-            self._telemetry.queue_dropped(_QUEUE, 1)
+            self._telemetry.add(QUEUE_DROPPED, queue=_QUEUE)
             return
         try:
             self._queue.put_nowait((turn, decision, size))
         except asyncio.QueueFull:
-            self._telemetry.queue_dropped(_QUEUE, 1)
+            self._telemetry.add(QUEUE_DROPPED, queue=_QUEUE)
             return
         self._queued_bytes += size
         if self._backlog is not None:
@@ -111,10 +128,22 @@ class EvaluationStage:
     async def start(self) -> None:
         if self._workers:
             return
+        if self._pool is not None:
+            await self._pool.start()
+        await self._warm_up()
         self._accepting = True
         self._workers = [asyncio.create_task(self._work(), name=f"evaluate-{i}") for i in range(self._n_workers)]
         if self._backlog is not None:
             self._resume_task = asyncio.create_task(self._resume(self._backlog), name="evaluation-resume")
+
+    async def _warm_up(self) -> None:
+        """Read the local models now, not on the first turn: the detector's weights in a thread
+        (it runs on the loop afterwards), then the in-process local metrics on a tiny turn (they
+        load their own models off the loop)."""
+        await asyncio.get_running_loop().run_in_executor(None, self._mark_jailbreak, _WARM_UP_TURN)
+        local = [e for e in self._evaluators if _is_local_cpu_work(e)]
+        if local:
+            await evaluate_turn(_WARM_UP_TURN, local, InternalErrors())
 
     async def _resume(self, backlog: Backlog) -> None:
         """Feed the previous run's backlog into the queue as room frees up, oldest first. New turns
@@ -143,7 +172,7 @@ class EvaluationStage:
         except Exception:  # the store went away: what is left stays for the next start
             log.exception("resuming the evaluation backlog failed")
         if resumed:
-            self._telemetry.backlog("resumed", resumed)
+            self._telemetry.add(BACKLOG, resumed, event="resumed")
             log.info("evaluation backlog: %d turns from the previous run queued for evaluation", resumed)
 
     async def _work(self) -> None:
@@ -195,17 +224,42 @@ class EvaluationStage:
             w.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
+        if self._pool is not None:
+            await self._pool.shutdown(deadline)
         while not self._queue.empty():
             self._queue.get_nowait()
             self._queue.task_done()
         self._queued_bytes = 0
         if left:
             if self._backlog is not None:
-                self._telemetry.backlog("deferred", left)
+                self._telemetry.add(BACKLOG, left, event="deferred")
                 log.warning("shutdown deadline: %d sampled turns not evaluated; kept in the backlog for the "
                             "next start", left)
             else:
-                self._telemetry.queue_dropped(_QUEUE, left)
+                self._telemetry.add(QUEUE_DROPPED, left, queue=_QUEUE)
                 log.warning("shutdown deadline: %d sampled turns not evaluated and dropped (the result store, "
                             "which keeps them for the next start, is off)", left)
         self._in_flight = 0
+
+
+def _is_local_cpu_work(evaluator: Evaluator) -> bool:
+    """Local-tier metrics, except the jailbreak detector: its verdict is computed on arrival in
+    this process (the sampling rule reads it) and the evaluator reuses it from a memo here."""
+    registry = default_registry()
+    return not isinstance(evaluator, JailbreakAttemptEvaluator) and all(
+        m in registry and registry.get(m).tier == "local" for m in evaluator.metric_ids)
+
+
+def offload_local(evaluators: tuple[Evaluator, ...], workers: int, queue_size: int,
+             telemetry: Telemetry) -> tuple[LocalWorkerPool | None, tuple[Evaluator, ...]]:
+    """(the pool, the evaluator list with one PooledEvaluator where the first offloaded one was)."""
+    if workers < 1:
+        return None, evaluators
+    moved, _ = split_offloadable(evaluators, _is_local_cpu_work)
+    if not moved:
+        return None, evaluators
+    pool = LocalWorkerPool(moved, workers, queue_size, telemetry)
+    first = evaluators.index(moved[0])
+    kept: list[Evaluator] = [e for e in evaluators if e not in moved]
+    kept.insert(first, PooledEvaluator(pool))  # everything before the first moved one was kept
+    return pool, tuple(kept)

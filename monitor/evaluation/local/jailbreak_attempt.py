@@ -62,6 +62,11 @@ class JailbreakDetection:
     """Structural signals present (e.g. ``leetspeak``, ``encoded_payload``, ``role_headers``)."""
 
 
+def _has_text(text: str) -> bool:
+    # Not ``text.strip()``: that copies a megabyte-long question to answer a yes/no question.
+    return bool(text) and not text.isspace()
+
+
 def _memo_key(turn: Turn) -> tuple[str, int, str, str]:
     # O(1) whatever the question's length: hashing a megabyte-long question would cost more
     # than the detector itself.
@@ -100,7 +105,7 @@ class JailbreakDetector:
 
     def mark(self, turn: Turn) -> Turn:
         """``turn`` with ``jailbreak_attempt`` set (the same object when unchanged)."""
-        flagged = bool(turn.question.strip()) and self._remember(turn, self.detect(turn.question)).flagged
+        flagged = _has_text(turn.question) and self._remember(turn, self.detect(turn.question)).flagged
         return turn if flagged == turn.jailbreak_attempt else dataclasses.replace(turn, jailbreak_attempt=flagged)
 
     def _remember(self, turn: Turn, detection: JailbreakDetection) -> JailbreakDetection:
@@ -138,7 +143,7 @@ class JailbreakAttemptEvaluator:
 
     async def evaluate(self, turn: Turn) -> Sequence[Score]:
         """Reuse the stage's verdict for this turn (score it when there is none): inline, bounded."""
-        if not turn.question.strip():
+        if not _has_text(turn.question):
             return [skipped(METRIC_ID, SCALE, "no question")]
         found = self.detector.detection_for(turn)
         label = "attempt" if found.flagged else "none"
