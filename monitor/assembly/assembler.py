@@ -111,8 +111,13 @@ class Assembler:
             return {"shutting_down": len(spans)}
         dropped = 0
         now = self._clock()
-        for span in spans:
-            entry = self._entry(span.trace_id, now)
+        cfg = self._cfg
+        pending = self._pending
+        max_spans, max_pending_spans, max_pending_bytes = (
+            cfg.max_spans_per_trace, cfg.max_pending_spans, cfg.max_pending_bytes)
+        for span in spans:  # runs for every span received: the common path reads locals only
+            trace_id = span.trace_id
+            entry = pending.get(trace_id) or self._entry(trace_id, now)
             if entry is None:
                 dropped += 1
                 continue
@@ -120,19 +125,19 @@ class Assembler:
             self._pending_spans += 1
             entry.size += span.size
             self._pending_bytes += span.size
-            if span.is_root and not entry.has_root:
+            if not span.parent_span_id and not entry.has_root:
                 entry.has_root = True
                 entry.start = span.start_time_unix_nano
-                self._schedule(span.trace_id, entry, now + self._cfg.decision_wait_seconds)
-            if len(entry.spans) >= self._cfg.max_spans_per_trace:
+                self._schedule(trace_id, entry, now + cfg.decision_wait_seconds)
+            if len(entry.spans) >= max_spans:
                 self._telemetry.traces_evicted("max_spans_per_trace")
-                self._complete(span.trace_id)
-            while self._pending_spans > self._cfg.max_pending_spans and self._pending:
+                self._complete(trace_id)
+            while self._pending_spans > max_pending_spans and pending:
                 self._telemetry.traces_evicted("max_pending_spans")
-                self._complete(next(iter(self._pending)))
-            while self._pending_bytes > self._cfg.max_pending_bytes and self._pending:
+                self._complete(next(iter(pending)))
+            while self._pending_bytes > max_pending_bytes and pending:
                 self._telemetry.traces_evicted("max_pending_bytes")
-                self._complete(next(iter(self._pending)))
+                self._complete(next(iter(pending)))
         if dropped:
             self._telemetry.spans_dropped("late", dropped)
             return {"late": dropped}

@@ -18,6 +18,7 @@ prints and the sidecar's warnings draw on.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence, TypeVar
 
@@ -81,13 +82,18 @@ def _describe(span: SpanRecord) -> str:
     return f"span '{span.name}' ({span.span_id}{scope})"
 
 
+@functools.lru_cache(maxsize=8)
+def _role_keys(conventions: tuple[Convention, ...]) -> frozenset[str]:
+    return frozenset().union(*(c.role_keys for c in conventions))
+
+
 class _Reading:
     """The conventions' reading of one trace."""
 
     def __init__(self, trace: TraceView, conventions: Sequence[Convention]) -> None:
         self.trace = trace
         self.conventions = conventions
-        role_keys = frozenset().union(*(c.role_keys for c in conventions))
+        role_keys = _role_keys(tuple(conventions))
         self.roles: dict[str, str | None] = {}
         for s in trace.spans:
             role = None

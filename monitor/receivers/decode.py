@@ -191,32 +191,30 @@ def _pb_spans(req: Any, now_ns: int, max_chars: int, body_bytes: int,
               selection: AttributeSelection | None = None) -> DecodedSpans:
     out: DecodedSpans = Decoded(max_chars=max_chars)
     append = out.records.append
-    if selection is None:
-        def span_attrs(kvs: Any) -> dict[str, Any]:
-            return _pb_attrs(kvs, out)
-    else:
-        keys, prefixes = selection.keys, selection.prefixes
-
-        def span_attrs(kvs: Any) -> dict[str, Any]:
-            return _pb_selected_attrs(kvs, out, keys, prefixes)
+    keys, prefixes = (selection.keys, selection.prefixes) if selection is not None else (frozenset(), ())
     # Each span is charged its share of the body: what the assembler's byte budget counts.
     size = body_bytes // max(1, sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans))
     for rs in req.resource_spans:
         resource = _pb_attrs(rs.resource.attributes, out)
         for ss in rs.scope_spans:
             scope_name, scope_version = ss.scope.name, ss.scope.version
-            for s in ss.spans:
+            for s in ss.spans:  # the per-span work is written inline: this loop runs for every span
                 trace_id, span_id = s.trace_id.hex(), s.span_id.hex()
                 if len(trace_id) != 32 or trace_id == _ZERO_TRACE or len(span_id) != 16 or span_id == _ZERO_SPAN:
                     out.reject("invalid_id")
                     continue
-                start, end = _times(s.start_time_unix_nano, s.end_time_unix_nano, now_ns)
-                events = tuple(
-                    SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes, out)) for e in s.events
-                ) if s.events else ()
+                start, end = s.start_time_unix_nano, s.end_time_unix_nano
+                if not start or not end or end < start:
+                    start, end = _times(start, end, now_ns)
+                events = s.events
+                status = s.status
                 append(SpanRecord(
-                    trace_id, span_id, s.parent_span_id.hex(), s.name, s.kind, start, end,
-                    s.status.code, s.status.message, span_attrs(s.attributes), events,
+                    trace_id, span_id, s.parent_span_id.hex(), s.name, s.kind, start, end, status.code,
+                    status.message,
+                    _pb_attrs(s.attributes, out) if selection is None else _pb_selected_attrs(
+                        s.attributes, out, keys, prefixes),
+                    tuple(SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes, out)) for e in events)
+                    if events else (),
                     resource, scope_name, scope_version, size,
                 ))
     return out
