@@ -28,7 +28,7 @@ from exporters.result_store import ResultStore
 from exporters.jailbreak_rates import JailbreakCollector, JailbreakComparison
 from exporters.rolling import RollingCollector, RollingStats
 from monitor.admin.server import AdminServer
-from monitor.admin.catalogue import metric_catalogue
+from monitor.evaluation.catalogue import metric_catalogue
 from monitor.admin.diagnosis import Setting
 from monitor.admin.health import PipelineStatus
 from monitor.admin.pipeline import PipelineHealth
@@ -38,9 +38,9 @@ from monitor.assembly.conversations import ConversationSink, ConversationTracker
 from monitor.assembly.turns import NO_TURN_REASONS, span_attributes_read
 from monitor.config import MonitorConfig
 from monitor.net.addresses import is_loopback
-from monitor.content_safety.backend import service_metric_ids
-from monitor.content_safety.client import ContentSafetyClient
-from monitor.content_safety.telemetry import ServiceTelemetry
+from monitor.evaluation.content_safety.backend import service_metric_ids
+from monitor.evaluation.content_safety.client import ContentSafetyClient
+from monitor.evaluation.content_safety.telemetry import ServiceTelemetry
 from monitor.evaluation.registry import build_evaluators
 from monitor.evaluation.stage import EvaluationStage
 from monitor.interfaces import ResultConsumer

@@ -12,8 +12,8 @@ from typing import Any, Coroutine, Literal, Mapping, Sequence, TypeVar
 
 from pydantic import ValidationError
 
-from monitor.content_safety.client import Analysis, ContentSafetyClient, GroundednessVerdict
-from monitor.content_safety.config import ContentSafetyConfig
+from monitor.evaluation.content_safety.client import Analysis, ContentSafetyClient, GroundednessVerdict
+from monitor.evaluation.content_safety.config import ContentSafetyConfig
 from rag_monitor.judge import config_error_message
 from rag_monitor.service import ServiceHandle
 

@@ -1,73 +1,42 @@
 """What each configured metric means, for readers of the status page and ``/api/summary``.
 
-A 1–5 rubric where higher is better and a 0–7 severity where higher is worse must not both read
-"mean 3.00": each metric is served with its scale, its direction, its defect rule and whether it
-runs at all (a judge-tier metric without a judge does not). Built once at start from the
-evaluation config and the metric registry by the composition root.
+The descriptions are built by the evaluation stage (``monitor.evaluation.catalogue``) and handed
+over by the composition root; the admin reads them through :class:`MetricDescription`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Mapping, Protocol
 
-from monitor.evaluation.config import EvaluationConfig
-from monitor.evaluation.registry import MetricOptions, MetricRegistry, MetricSpec, default_registry
-from monitor.evaluation.severity import severity_label
-
-__all__ = ["MetricInfo", "metric_catalogue", "catalogue_document"]
-
-Direction = Literal["higher_is_better", "higher_is_worse"]
+__all__ = ["MetricDescription", "catalogue_document"]
 
 
-@dataclass(frozen=True, slots=True)
-class MetricInfo:
-    metric: str
-    summary: str
-    tier: Literal["judge", "local"]
-    scale: tuple[float, float]
-    direction: Direction
-    defect_rule: str
-    enabled: bool
-    off_reason: str | None = None
+class MetricDescription(Protocol):
+    """One configured metric as the admin shows it."""
+
+    @property
+    def summary(self) -> str: ...
+
+    @property
+    def tier(self) -> str: ...
+
+    @property
+    def scale(self) -> tuple[float, float]: ...
+
+    @property
+    def direction(self) -> str: ...
+
+    @property
+    def defect_rule(self) -> str: ...
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def off_reason(self) -> str | None: ...
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
-def direction_of(spec: MetricSpec) -> Direction:
-    """Risk metrics aggregate a conversation by its worst (max) turn because higher is worse;
-    quality metrics by the mean because higher is better (DESIGN §4)."""
-    return "higher_is_worse" if spec.aggregation == "max" else "higher_is_better"
-
-
-def defect_rule(spec: MetricSpec, options: MetricOptions) -> str:
-    """The defect rule in words, with the configured threshold or level."""
-    if spec.uses_severity_level and options.severity_level is not None:
-        level = options.severity_level
-        return f"defect when severity ≥ {level} ({severity_label(level)} or worse)"
-    worse = direction_of(spec) == "higher_is_worse"
-    if options.threshold is not None:
-        return f"defect when ≥ {_num(options.threshold)}" if worse else f"defect when < {_num(options.threshold)}"
-    low, high = spec.scale
-    return f"defect when {_num(high)}" if worse else f"defect when {_num(low)}"
-
-
-def metric_catalogue(config: EvaluationConfig, judge_enabled: bool,
-                     registry: MetricRegistry | None = None) -> dict[str, MetricInfo]:
-    """Every configured metric, in config order."""
-    registry = registry or default_registry()
-    out: dict[str, MetricInfo] = {}
-    for metric, options in config.resolve_options(registry).items():
-        spec = registry.get(metric)
-        off = None if judge_enabled or spec.tier == "local" else "no judge configured (judge.model, judge.base_url)"
-        out[metric] = MetricInfo(metric, spec.summary, spec.tier, (float(spec.scale[0]), float(spec.scale[1])),
-                                 direction_of(spec), defect_rule(spec, options), off is None, off)
-    return out
-
-
-def catalogue_document(catalogue: Mapping[str, MetricInfo]) -> dict[str, Any]:
+def catalogue_document(catalogue: Mapping[str, MetricDescription]) -> dict[str, Any]:
     """``/api/summary``'s ``catalogue``: metric → its description (see ``monitor.admin.api``)."""
     return {m: {"summary": i.summary, "tier": i.tier, "scale": list(i.scale), "direction": i.direction,
                 "defect_rule": i.defect_rule, "enabled": i.enabled, "off_reason": i.off_reason}

@@ -39,7 +39,7 @@ from monitor.admin.api import (
     parse_evaluations_query,
     parse_worst_query,
 )
-from monitor.admin.catalogue import MetricInfo
+from monitor.admin.catalogue import MetricDescription
 from monitor.admin.health import PipelineStatus
 from monitor.admin.status_page import page_response
 from monitor.admin.summary import JailbreakSource, ReasonView, SummarySource, summary_document
@@ -84,7 +84,7 @@ class _ApiRoutes:
 
     def __init__(self, *, token: str | None, summary: SummarySource | None, store: ResultReads | None,
                  telemetry: Telemetry | None, clock: Callable[[], float], max_in_flight: int = 4,
-                 excerpt_chars: int = 500, catalogue: Mapping[str, MetricInfo] | None = None,
+                 excerpt_chars: int = 500, catalogue: Mapping[str, MetricDescription] | None = None,
                  pipeline: PipelineStatus | None = None, jailbreak: JailbreakSource | None = None) -> None:
         self._jailbreak = jailbreak
         self._token = token.encode() if token is not None else None
@@ -235,7 +235,7 @@ class AdminServer:
     def __init__(self, config: AdminConfig, registry: CollectorRegistry, ready: Callable[[], bool], *,
                  summary: SummarySource | None = None, store: ResultReads | None = None,
                  telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time,
-                 catalogue: Mapping[str, MetricInfo] | None = None, pipeline: PipelineStatus | None = None,
+                 catalogue: Mapping[str, MetricDescription] | None = None, pipeline: PipelineStatus | None = None,
                  jailbreak: JailbreakSource | None = None) -> None:
         self._config = config
         self._registry = registry

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Protocol, Sequence
 
-from monitor.admin.catalogue import MetricInfo, catalogue_document
+from monitor.admin.catalogue import MetricDescription, catalogue_document
 from monitor.admin.trend import TrendPointLike, change_document, find_change, trend_seconds
 
 __all__ = ["WindowStatsView", "TrendPointView", "SummarySource", "ReasonView", "window_document",
@@ -166,7 +166,7 @@ def jailbreak_document(source: JailbreakSource | None) -> dict[str, Any] | None:
             for c in source.comparison()}
 
 
-def summary_document(source: SummarySource, now: float, *, catalogue: Mapping[str, MetricInfo] | None = None,
+def summary_document(source: SummarySource, now: float, *, catalogue: Mapping[str, MetricDescription] | None = None,
                      reasons: Sequence[ReasonView] = (), trend_points: int = TREND_POINTS,
                      jailbreak: JailbreakSource | None = None) -> dict[str, Any]:
     """Build the document. Blocking (reads the rolling counters): run in a thread."""

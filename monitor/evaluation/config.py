@@ -21,8 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from monitor.content_safety.config import BACKEND as SERVICE_BACKEND
-from monitor.content_safety.config import SERVICE_METRICS, ContentSafetyConfig
+from monitor.evaluation.content_safety.config import BACKEND as SERVICE_BACKEND
+from monitor.evaluation.content_safety.config import SERVICE_METRICS, ContentSafetyConfig
 from monitor.evaluation.inputs import DEFAULT_MAX_CONTEXT_CHARS
 from monitor.evaluation.registry import MetricConfigError, MetricOptions, MetricRegistry, default_registry
 from monitor.evaluation.severity import SEVERITY_LEVEL_NAMES, parse_severity_level

@@ -33,7 +33,7 @@ from monitor.interfaces import Evaluator
 from monitor.judge.types import Judge
 
 if TYPE_CHECKING:
-    from monitor.content_safety.evaluators import ContentSafetyService
+    from monitor.evaluation.content_safety.evaluators import ContentSafetyService
     from monitor.evaluation.config import EvaluationConfig
 
 __all__ = [
@@ -239,7 +239,7 @@ def build_evaluators(
     options = config.resolve_options(registry)
     on_service = {m: o for m, o in options.items() if o.backend != "judge"}
     if on_service:
-        from monitor.content_safety.backend import build_service_evaluators
+        from monitor.evaluation.content_safety.backend import build_service_evaluators
 
         if content_safety is None:
             raise MetricConfigError(f"{', '.join(on_service)}: backend azure_content_safety needs a "

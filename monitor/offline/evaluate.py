@@ -33,8 +33,8 @@ import click
 from pydantic import ValidationError
 
 from monitor.config import MonitorConfig
-from monitor.content_safety.backend import service_metric_ids
-from monitor.content_safety.client import ContentSafetyClient
+from monitor.evaluation.content_safety.backend import service_metric_ids
+from monitor.evaluation.content_safety.client import ContentSafetyClient
 from monitor.errors import ConfigError
 from monitor.offline.report import MetricSummary, fail_under_failures, parse_fail_under, render_table, row_record, summarise
 from monitor.offline.rows import Dataset, EvalRow, read_dataset

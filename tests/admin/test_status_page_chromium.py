@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from exporters.evaluation_metrics import PrometheusSamplingTelemetry
 from exporters.prometheus import PrometheusTelemetry
 from exporters.turn_queries import OutcomeReason, StoredDocument
-from monitor.admin.catalogue import metric_catalogue
+from monitor.evaluation.catalogue import metric_catalogue
 from monitor.admin.diagnosis import Setting
 from monitor.admin.health import PipelineStatus
 from monitor.admin.pipeline import PipelineHealth

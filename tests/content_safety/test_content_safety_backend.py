@@ -16,8 +16,8 @@ from typing import Any, Mapping
 import pytest
 from pydantic import ValidationError
 
-from monitor.content_safety.client import ContentSafetyClient
-from monitor.content_safety.config import ContentSafetyConfig
+from monitor.evaluation.content_safety.client import ContentSafetyClient
+from monitor.evaluation.content_safety.config import ContentSafetyConfig
 from monitor.evaluation.config import EvaluationConfig
 from monitor.evaluation.registry import build_evaluators
 from monitor.evaluation.runner import evaluate_turn

@@ -26,8 +26,8 @@ from pydantic import ValidationError
 from monitor.offline.comparison.report import ComparisonReport, compare, gate_failures, parse_fail_over, render_text, report_json
 from monitor.offline.comparison.verdicts import RowVerdicts, row_verdicts
 from monitor.config import MonitorConfig
-from monitor.content_safety.backend import service_metric_ids
-from monitor.content_safety.client import ContentSafetyClient
+from monitor.evaluation.content_safety.backend import service_metric_ids
+from monitor.evaluation.content_safety.client import ContentSafetyClient
 from monitor.errors import ConfigError
 from monitor.offline.rows import Dataset, read_dataset
 from monitor.evaluation.batch import evaluate_groups

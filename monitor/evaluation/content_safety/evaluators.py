@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Mapping, Protocol, Sequence
 
-from monitor.content_safety.config import BACKEND
-from monitor.content_safety.client import (
+from monitor.evaluation.content_safety.config import BACKEND
+from monitor.evaluation.content_safety.client import (
     ANALYZE_MAX_CHARS,
     GROUNDEDNESS_SOURCES_MAX_CHARS,
     GROUNDEDNESS_TEXT_MAX_CHARS,

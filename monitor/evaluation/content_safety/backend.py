@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-from monitor.content_safety.config import BACKEND, SERVICE_METRICS
-from monitor.content_safety.evaluators import (
+from monitor.evaluation.content_safety.config import BACKEND, SERVICE_METRICS
+from monitor.evaluation.content_safety.evaluators import (
     SEVERITY_CATEGORIES,
     ContentSafetyService,
     ServiceGroundednessEvaluator,

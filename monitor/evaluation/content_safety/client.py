@@ -4,7 +4,7 @@
 ``pip install 'rag-monitor[azure]'``). Groundedness detection is a preview API the SDK has no
 method for, so it is sent as a plain HTTP request through the same SDK client's pipeline
 (``send_request``: same endpoint, key header and transport). The SDK's own retries and HTTP
-logging are off: retries, timeouts, budgets and counting are :mod:`monitor.content_safety.calls`.
+logging are off: retries, timeouts, budgets and counting are :mod:`monitor.evaluation.content_safety.calls`.
 
 Limits the service documents and this client respects: ``text:analyze`` takes at most 10,000
 characters per request; groundedness detection at most 7,500 characters of text and of query and
@@ -21,8 +21,8 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from monitor.content_safety.calls import AttemptFailed, ServiceCalls, ServiceFailure
-from monitor.content_safety.config import ContentSafetyConfig
+from monitor.evaluation.content_safety.calls import AttemptFailed, ServiceCalls, ServiceFailure
+from monitor.evaluation.content_safety.config import ContentSafetyConfig
 from monitor.judge.clock import Clock
 from monitor.judge.retry import retry_after_seconds
 from monitor.judge.telemetry import JudgeTelemetry

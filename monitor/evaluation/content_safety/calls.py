@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
-from monitor.content_safety.config import ContentSafetyConfig
+from monitor.evaluation.content_safety.config import ContentSafetyConfig
 from monitor.judge.breaker import Admission, CircuitBreaker
 from monitor.judge.budget import JudgeBudget
 from monitor.judge.clock import Clock, LoopClock
