@@ -136,7 +136,12 @@ class _Worker:
     async def _send(self, body: bytes) -> None:
         # In slices, each drained before the next: the pipe transport's buffer stays small, so
         # no single callback copies or shifts megabytes of a long turn.
-        self._stdin.write(len(body).to_bytes(HEADER_BYTES, "big"))
+        header = len(body).to_bytes(HEADER_BYTES, "big")
+        if len(body) <= _SEND_SLICE_BYTES:  # the usual turn: one write, one system call
+            self._stdin.write(header + body)
+            await self._stdin.drain()
+            return
+        self._stdin.write(header)
         view = memoryview(body)
         for start in range(0, len(body), _SEND_SLICE_BYTES):
             self._stdin.write(view[start:start + _SEND_SLICE_BYTES])
