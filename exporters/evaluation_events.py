@@ -180,8 +180,8 @@ class EvaluationEvents:
             return
         self._gate = _Gate(self._config.max_queue_size)
         # Off the loop: exporter construction may read TLS files.
-        self._provider, self._exporter = await asyncio.to_thread(self._build)
-        self._logger = self._provider.get_logger(_SCOPE, monitor.__version__)
+        provider, self._exporter = await asyncio.to_thread(self._build)
+        self._provider, self._logger = provider, provider.get_logger(_SCOPE, monitor.__version__)
 
     def _build(self) -> tuple[LoggerProvider, _GatedExporter]:
         c = self._config

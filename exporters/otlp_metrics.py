@@ -343,8 +343,9 @@ class OtlpMetrics:
         meter = provider.get_meter(_SCOPE, monitor.__version__)
         made: dict[str, Any] = {}
         for inst in (*EVALUATION, *JUDGE):
-            make = {"counter": meter.create_counter, "histogram": meter.create_histogram,
-                    "gauge": meter.create_gauge}[inst.kind]
+            makers: dict[str, Callable[..., Any]] = {
+                "counter": meter.create_counter, "histogram": meter.create_histogram, "gauge": meter.create_gauge}
+            make = makers[inst.kind]
             made[inst.name] = make(_otel_name(inst), unit=_unit(inst), description=inst.help)
         max_age = min(1.0, interval / 4)
         native = {_otel_name(i) for i in (*EVALUATION, *JUDGE)}
@@ -383,7 +384,8 @@ class OtlpMetrics:
             log.exception("the Prometheus registry could not be read: self-telemetry is not pushed over OTLP")
             return
         kinds = {f.name: f.kind for f in families}
-        snapshot = _PerCollection(lambda: _read_registry(registry, kinds), {}, max_age, "self-telemetry")
+        empty: _Samples = {}
+        snapshot = _PerCollection(lambda: _read_registry(registry, kinds), empty, max_age, "self-telemetry")
         for fam in families:
             def observe(options: CallbackOptions, name: str = fam.name) -> Iterator[Observation]:
                 for attrs, value in snapshot.get().get(name, ()):

@@ -174,10 +174,10 @@ def worst_turns(conn: sqlite3.Connection, *, since: float, metric: str | None, l
         scores.setdefault(rid, []).append(StoredScore(**r))
     turns = []
     for rid in ids:
-        r = results.get(rid)
-        if r is None:  # deleted by retention between the two reads
+        row = results.get(rid)
+        if row is None:  # deleted by retention between the two reads
             continue
-        values = dict(r)
+        values = dict(row)
         values["result_id"] = values.pop("id")
         values["documents"] = _documents(values["documents"])
         labels = json.loads(values["labels"])

@@ -179,7 +179,8 @@ class Sidecar:
                                  telemetry=self.sampling_telemetry)
         self.store = ResultStore(exp.store, self.telemetry) if exp.store.enabled else None
         self.jsonl = JsonlSink(exp.jsonl, self.telemetry) if exp.jsonl.path else None
-        sinks = tuple(c for c in (self.store, self.jsonl, self.evaluation_events) if c is not None)
+        sinks: tuple[ResultConsumer, ...] = tuple(c for c in (self.store, self.jsonl, self.evaluation_events)
+                                                  if c is not None)
         keep_text = cfg.redaction.keep_text
         if not keep_text:  # scores, ids and labels only in the store, JSONL, events and API
             sinks = (TextFreeResults(sinks),)
@@ -260,8 +261,8 @@ class Sidecar:
             for c in components:
                 await c.start()
                 started.append(c)
-                if c is self.store:
-                    await self._refill_windows(c)
+                if self.store is not None and c is self.store:
+                    await self._refill_windows(self.store)
         except BaseException:
             self._components = started
             await self.shutdown()

@@ -87,8 +87,6 @@ class Telemetry(Protocol):
 
     def conversations_closed(self, reason: str) -> None: ...
 
-    def forward_outcome(self, outcome: str) -> None: ...
-
     def queue_dropped(self, queue: str, count: int) -> None: ...
 
     def backlog(self, event: str, count: int) -> None: ...
@@ -128,9 +126,6 @@ class NullTelemetry:
         pass
 
     def conversations_closed(self, reason: str) -> None:
-        pass
-
-    def forward_outcome(self, outcome: str) -> None:
         pass
 
     def queue_dropped(self, queue: str, count: int) -> None:

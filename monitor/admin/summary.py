@@ -101,11 +101,16 @@ class SummarySource(Protocol):
 class ReasonView(Protocol):
     """``exporters.turn_queries.OutcomeReason``."""
 
-    metric: str
-    outcome: str
-    key: str
-    count: int
-    example: str | None
+    @property
+    def metric(self) -> str: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def example(self) -> str | None: ...
 
 
 def _finite(value: float | None) -> float | None:

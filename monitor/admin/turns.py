@@ -30,40 +30,66 @@ _DOCUMENT_CHARS = 600
 
 
 class ScoreView(Protocol):
-    metric: str
-    outcome: str
-    status: str
-    value: float | None
-    scale: tuple[float, float]
-    label: str | None
-    reason: str | None
-    error_type: str | None
+    @property
+    def metric(self) -> str: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def scale(self) -> tuple[float, float]: ...
+    @property
+    def label(self) -> str | None: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def error_type(self) -> str | None: ...
 
 
 class DocumentView(Protocol):
-    id: str | None
-    title: str | None
-    content: str | None
-    score: float | None
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def content(self) -> str | None: ...
+    @property
+    def score(self) -> float | None: ...
 
 
 class TurnView(Protocol):
     """``exporters.turn_queries.StoredTurn``."""
 
-    result_id: int
-    timestamp: float
-    trace_id: str
-    span_id: str | None
-    conversation_id: str
-    service: str
-    labels: Mapping[str, str]
-    weight: float
-    sampling_policy: str
-    question: str
-    answer: str
-    turn_start_unix_nano: int
-    documents: Sequence[DocumentView]
-    scores: Sequence[ScoreView]
+    @property
+    def result_id(self) -> int: ...
+    @property
+    def timestamp(self) -> float: ...
+    @property
+    def trace_id(self) -> str: ...
+    @property
+    def span_id(self) -> str | None: ...
+    @property
+    def conversation_id(self) -> str: ...
+    @property
+    def service(self) -> str: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def sampling_policy(self) -> str: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def turn_start_unix_nano(self) -> int: ...
+    @property
+    def documents(self) -> Sequence[DocumentView]: ...
+    @property
+    def scores(self) -> Sequence[ScoreView]: ...
 
 
 class WorstTurnsSource(Protocol):

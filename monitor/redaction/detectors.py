@@ -154,8 +154,8 @@ NATIONAL_IDS: dict[str, tuple[Detector, ...]] = {
 
 # Priority among the built-ins: checksummed and distinctive kinds claim text before the shapes
 # that would also match part of them (a card number before a phone number).
-_ORDER_BEFORE_IDS = {"email": (_EMAIL,), "iban": (_IBAN,), "card_number": (_CARD,)}
-_ORDER_AFTER_IDS = {"ip_address": (_IPV4, _IPV6), "phone": (_PHONE_INTERNATIONAL, _PHONE_KEYWORD, _PHONE_NATIONAL)}
+_ORDER_BEFORE_IDS: dict[str, tuple[Detector, ...]] = {"email": (_EMAIL,), "iban": (_IBAN,), "card_number": (_CARD,)}
+_ORDER_AFTER_IDS: dict[str, tuple[Detector, ...]] = {"ip_address": (_IPV4, _IPV6), "phone": (_PHONE_INTERNATIONAL, _PHONE_KEYWORD, _PHONE_NATIONAL)}
 
 
 def builtin_detectors(kinds: tuple[str, ...], national_ids: tuple[str, ...]) -> tuple[Detector, ...]:
