@@ -117,6 +117,16 @@ class RollingStats:
 
     # -- writing ------------------------------------------------------------------------------
 
+    @property
+    def tracked_keys(self) -> int:
+        """(metric, service) pairs with a ring (at most ``max_keys``)."""
+        return len(self._rings)
+
+    @property
+    def slots_per_key(self) -> int:
+        """Slots in each ring: the longest window over ``slot_seconds``, whatever the traffic."""
+        return self._ring
+
     def consume_result(self, result: EvaluationResult) -> None:
         self._add(result, self._service_of(result))
 

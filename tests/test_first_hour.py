@@ -14,7 +14,6 @@ import sys
 import aiohttp
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from monitor.admin.pipeline_watch import PipelineWatch
 from monitor.config import MonitorConfig
 from tests.support.judge_server import JudgeServer, schema_reply
 from tests.support.pipeline import running_sidecar, test_config
@@ -113,7 +112,8 @@ async def test_content_capture_off_is_explained_on_the_page():
 async def test_nothing_sampled_is_explained_on_the_page_and_in_the_log(caplog):
     config = _config(policies=[{"type": "probabilistic", "rate": 0.0}])
     async with running_sidecar(config) as (sc, sink):
-        watch = PipelineWatch(sc.registry, sc.admin._pipeline.setting)  # type: ignore[union-attr]
+        watch = sc.watch  # the sidecar's own watch (it checks every 60 s; here on demand)
+        assert watch is not None
         await watch.check()
         await asyncio.to_thread(_send, f"http://127.0.0.1:{sc.http.port}", [("c1", "q", "a"), ("c2", "q", "a")])
         await sink.wait_turns(2)

@@ -78,6 +78,11 @@ class OtlpHttpReceiver:
         self._uploading = 0
         self.port: int | None = None
 
+    @property
+    def uploads_in_flight(self) -> int:
+        """Request bodies being received now (bounded by ``max_concurrent_uploads``)."""
+        return self._uploading
+
     def _app(self) -> web.Application:
         # aiohttp's own limit guards the read; the +1 lets our handler answer with a Status body.
         app = web.Application(client_max_size=self._config.max_request_bytes + 1)

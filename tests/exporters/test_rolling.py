@@ -75,11 +75,10 @@ def test_memory_is_fixed_by_windows_and_keys_not_by_traffic() -> None:
     for i in range(5000):
         clock.t += 7.3
         rolling.consume_result(result(score("groundedness", 3.0, defect=False)))
-    ring = next(iter(rolling._rings.values()))
-    assert len(ring) == 3600 / rolling.slot_seconds == 360
+    assert rolling.tracked_keys == 1 and rolling.slots_per_key == 3600 / rolling.slot_seconds == 360
     for m in ("a", "b", "c", "d"):
         rolling.consume_result(result(score(m, 1.0, defect=True)))
-    assert len(rolling._rings) == 3 and rolling.keys_refused == 2
+    assert rolling.tracked_keys == 3 and rolling.keys_refused == 2
     # 1h / 7.3 s ≈ 493 turns, within one slot of the window edge
     assert abs(rolling.summary()["groundedness"]["1h"].evaluations - 3600 / 7.3) <= 2
 

@@ -214,7 +214,7 @@ async def test_over_max_concurrent_uploads_answers_503_with_retry_after():
 
             task = asyncio.create_task(first())
             await first_chunk_sent.wait()
-            while sc.http._uploading == 0:  # the handler has the request once headers are parsed
+            while sc.http.uploads_in_flight == 0:  # the handler has the request once headers are parsed
                 await asyncio.sleep(0.01)
             async with s.post(url, data=io.BytesIO(body), headers=PB) as r:
                 assert r.status == 503
