@@ -196,7 +196,8 @@ def _documents(reading: _Reading, before_ns: int, mapping: AttributeMapping) -> 
                 found = Retrieval(docs) if docs else None
                 break
         if found is None and reading.roles[s.span_id] in (RETRIEVAL, RERANK, TOOL):
-            found = _first(reading.conventions, lambda c, s=s: c.retrieval(s))
+            span = s  # bound for the lambda, which _first calls right away
+            found = _first(reading.conventions, lambda c: c.retrieval(span))
         if found is not None and found.documents:
             best, best_span = found, s
     return best, best_span

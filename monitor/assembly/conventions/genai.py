@@ -150,7 +150,8 @@ class GenAI:
                 if text is not None:
                     inputs.append(Message(as_str(body.get("role")) or MESSAGE_EVENT_ROLES[name], text))
             elif name == EVENT_CHOICE:
-                msg = body.get("message") if isinstance(body.get("message"), dict) else body
+                inner = body.get("message")
+                msg: dict[str, Any] = inner if isinstance(inner, dict) else body
                 text = genai_text(msg.get("content"))
                 if text is not None:
                     outputs.append(Message(as_str(msg.get("role")) or "assistant", text))

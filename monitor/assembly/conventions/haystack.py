@@ -102,7 +102,8 @@ class Haystack:
         outputs = [Message("assistant" if m.role == "user" else m.role, m.content)
                    for m in _messages(out.get("replies") if isinstance(out, dict) else None)]
         meta = _reply_meta(out)
-        usage = meta.get("usage") if isinstance(meta.get("usage"), dict) else {}
+        raw_usage = meta.get("usage")
+        usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         return LlmCall(
             self.name, inputs, outputs,
             response_model=as_str(meta.get("model")),

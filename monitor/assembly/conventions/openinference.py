@@ -151,8 +151,8 @@ class OpenInference:
                 docs = documents_from_value(a.get(OUTPUT_VALUE)) or []
             return Retrieval(docs, input_text(a.get(INPUT_VALUE))) if docs else None
         if kind == TOOL:
-            docs = documents_from_value(a.get(OUTPUT_VALUE))
-            return Retrieval(docs, input_text(a.get(INPUT_VALUE))) if docs else None
+            tool_docs = documents_from_value(a.get(OUTPUT_VALUE))
+            return Retrieval(tool_docs, input_text(a.get(INPUT_VALUE))) if tool_docs else None
         return None
 
     def user_input(self, span: SpanRecord) -> str | None:
