@@ -37,8 +37,10 @@ def _free_port() -> int:
 
 class PrometheusServer:
     def __init__(self, workdir: Path, targets: Sequence[str], *, scrape_interval: str = "1s",
-                 rule_files: Sequence[Path] = (), evaluation_interval: str = "1s") -> None:
+                 rule_files: Sequence[Path] = (), evaluation_interval: str = "1s",
+                 alertmanagers: Sequence[str] = ()) -> None:
         self.workdir = workdir
+        self.alertmanagers = list(alertmanagers)  # host:port of Alertmanagers to send alerts to
         self.targets = list(targets)
         self.scrape_interval = scrape_interval
         self.evaluation_interval = evaluation_interval
@@ -62,6 +64,8 @@ class PrometheusServer:
             "rule_files": self.rule_files,
             "scrape_configs": [{"job_name": "rag-monitor", "static_configs": [{"targets": self.targets}]}],
         }
+        if self.alertmanagers:
+            config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": self.alertmanagers}]}]}
         self.workdir.mkdir(parents=True, exist_ok=True)
         cfg_path = self.workdir / "prometheus.yml"
         cfg_path.write_text(yaml.safe_dump(config))
