@@ -190,7 +190,8 @@ class Sidecar:
             (LabelFanOut(self.labels, [c for c in (self.results, self.rolling, self.otlp_metrics) if c is not None]),
              self.jailbreak, *sinks, *self._extra_consumers),
             self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=backlog,
-            max_queue_bytes=cfg.evaluation.max_queue_bytes)
+            max_queue_bytes=cfg.evaluation.max_queue_bytes, local_workers=cfg.evaluation.local_workers,
+            local_queue_size=cfg.evaluation.local_queue_size)
         # Redaction in front of evaluation: the judge, the backlog and every sink get redacted text.
         intake = (RedactingSink(Redactor(cfg.redaction, self.telemetry), self.evaluation,
                                 known_unsampled=lambda turn: _known_unsampled(sampling, turn))
@@ -217,6 +218,9 @@ class Sidecar:
         forwarder = self.forwarder
         evaluation = self.evaluation
         queues = {"evaluation": ((lambda: evaluation.queue_depth), cfg.evaluation.queue_size)}
+        local_pool = evaluation.local_pool
+        if local_pool:
+            queues["local_workers"] = ((lambda: local_pool.queue_depth), cfg.evaluation.local_queue_size)
         if forwarder:
             queues["forward"] = ((lambda: forwarder.queue_depth), cfg.forward.max_queue_requests)
         store, jsonl = self.store, self.jsonl

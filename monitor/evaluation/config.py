@@ -88,6 +88,12 @@ class EvaluationConfig(_Section):
     max_queue_bytes: int = Field(
         64 * 1024 * 1024, gt=0, description="text of the sampled turns waiting for evaluation; more are dropped and counted")
     workers: int = Field(16, gt=0, le=1024, description="turns evaluated at once (the judge's max_concurrency still applies)")
+    local_workers: int = Field(
+        1, ge=0, le=64, description="processes that run the CPU-bound local metrics, so ingest and the admin port never "
+        "wait for them; 0 runs them in the serving process (long texts in a thread)")
+    local_queue_size: int = Field(
+        64, gt=0, le=100_000, description="sampled turns waiting for a local worker; beyond it a turn's local metrics get "
+        "an error score, counted in rag_monitor_queue_dropped_total{queue=\"local_workers\"}")
     content_safety: ContentSafetyConfig | None = Field(
         None, description="Azure AI Content Safety resource for metrics with backend: azure_content_safety")
 

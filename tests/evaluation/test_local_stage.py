@@ -9,7 +9,9 @@ import time
 from typing import Sequence
 
 import pytest
+from pydantic import ValidationError
 
+from monitor.config import MonitorConfig
 from monitor.evaluation.config import LOCAL_TIER_METRICS, EvaluationConfig
 from monitor.evaluation.local.jailbreak_attempt import JailbreakAttemptEvaluator
 from monitor.evaluation.registry import build_evaluators
@@ -43,7 +45,7 @@ class Results:
         self.results.append(result)
         self.changed.set()
 
-    async def wait_for(self, n: int, timeout: float = 60.0) -> list[EvaluationResult]:
+    async def wait_for(self, n: int, timeout: float = 30.0) -> list[EvaluationResult]:
         async def until() -> None:
             while len(self.results) < n:
                 self.changed.clear()
@@ -88,12 +90,14 @@ async def _loop_lag(stage: EvaluationStage, results: Results, turns: list[Turn])
 
     beat = asyncio.create_task(heartbeat())
     done = len(results.results)
-    for turn in turns:
-        stage.turn_added(Conversation(turn.conversation_id, 1), turn)
-        await asyncio.sleep(0.01)
-    await results.wait_for(done + len(turns))
-    stop.set()
-    await beat
+    try:
+        for turn in turns:
+            stage.turn_added(Conversation(turn.conversation_id, 1), turn)
+            await asyncio.sleep(0.01)
+        await results.wait_for(done + len(turns))
+    finally:
+        stop.set()
+        await beat
     return max(waits), max(held)
 
 
@@ -183,3 +187,25 @@ async def test_the_pool_and_the_serving_process_give_the_same_results() -> None:
             await _stop(stage)
         by_mode[workers] = {r.turn.trace_id: sorted(r.scores, key=lambda s: s.metric) for r in got}
     assert by_mode[0] == by_mode[1]
+
+
+def test_local_workers_is_validated_with_its_key() -> None:
+    assert MonitorConfig.model_validate({}).evaluation.local_workers == 1
+    for bad in ({"local_workers": -1}, {"local_workers": 65}, {"local_queue_size": 0}):
+        with pytest.raises(ValidationError) as info:
+            MonitorConfig.model_validate({"evaluation": bad})
+        assert f"evaluation.{next(iter(bad))}" in str(info.value)
+
+
+async def test_the_sidecar_runs_the_configured_workers_and_reports_their_queue() -> None:
+    from tests.support.pipeline import metric_value, running_sidecar, test_config
+
+    config = test_config()
+    config = config.model_copy(update={"evaluation": config.evaluation.model_copy(update={"local_workers": 2})})
+    async with running_sidecar(config) as (sidecar, _):
+        assert sidecar.evaluation is not None
+        pool = sidecar.evaluation.local_pool
+        assert pool is not None
+        assert metric_value(sidecar, "rag_monitor_queue_capacity", queue="local_workers") == 64
+        assert metric_value(sidecar, "rag_monitor_queue_depth", queue="local_workers") == 0
+    assert pool.pids == ()  # stopped with the sidecar
