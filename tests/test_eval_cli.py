@@ -189,7 +189,8 @@ async def test_turns_in_flight_follow_the_command_line_then_the_config_then_the_
     data, config = tmp_path / "rows.jsonl", tmp_path / "c.yaml"
     many_rows(data, DEFAULT_CONCURRENCY + 16)
     config.write_text(json.dumps({"judge": {**JUDGE_CONFIG["judge"], **judge}}))
-    async with JudgeServer(default=schema_reply(), latency=0.3) as server:
+    # Long enough that the first reply cannot come back before the last of the window is sent.
+    async with JudgeServer(default=schema_reply(), latency=1.0) as server:
         code, _, stderr = await run_eval(str(data), "-c", str(config), "--judge-base-url", server.base_url,
                                          "--judge-model", "m", "--metrics", "groundedness", *args)
     assert code == 0, stderr
