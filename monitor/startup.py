@@ -57,7 +57,8 @@ def _receivers(config: MonitorConfig, http_port: int | None, grpc_port: int | No
         parts.append(f"OTLP/HTTP on {r.http.host}:{http_port} (/v1/traces, /v1/logs; /v1/metrics acknowledged"
                      f"{' and forwarded' if config.forward.endpoint else ''}; {auth})")
     if r.grpc.enabled:
-        parts.append(f"OTLP/gRPC on {r.grpc.host}:{grpc_port} (traces, logs)")
+        parts.append(f"OTLP/gRPC on {r.grpc.host}:{grpc_port} (traces, logs; metrics acknowledged"
+                     f"{' and forwarded' if config.forward.endpoint else ''})")
     return "; ".join(parts) or "none enabled (receivers.http.enabled, receivers.grpc.enabled)"
 
 
