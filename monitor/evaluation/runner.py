@@ -59,9 +59,9 @@ async def run_guarded(evaluator: Evaluator, turn: Turn, errors: InternalErrors) 
         errors.record(evaluator, exc)
         return _internal_scores(evaluator, f"{type(exc).__name__}: {exc}")
     if not all(isinstance(s, Score) for s in scores):
-        exc = TypeError(f"{type(evaluator).__name__} returned something other than Score objects")
-        errors.record(evaluator, exc)
-        return _internal_scores(evaluator, str(exc))
+        wrong = TypeError(f"{type(evaluator).__name__} returned something other than Score objects")
+        errors.record(evaluator, wrong)
+        return _internal_scores(evaluator, str(wrong))
     return scores
 
 

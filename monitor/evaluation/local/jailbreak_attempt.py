@@ -136,7 +136,7 @@ def mark_jailbreak_attempt(turn: Turn) -> Turn:
 class JailbreakAttemptEvaluator:
     """Reports the detector's probability for the question; defect at the threshold."""
 
-    metric_ids = (METRIC_ID,)
+    metric_ids: tuple[str, ...] = (METRIC_ID,)
 
     def __init__(self, detector: JailbreakDetector | None = None) -> None:
         self.detector = detector or default_detector()

@@ -106,7 +106,7 @@ def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
 class LexicalGroundednessEvaluator:
     """Lexical support of the answer by the context; skipped without context."""
 
-    metric_ids = (METRIC_ID,)
+    metric_ids: tuple[str, ...] = (METRIC_ID,)
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD) -> None:
         self._threshold = threshold

@@ -113,7 +113,7 @@ def _score_sentences(sentences: list[str]) -> list[tuple[float, bool]]:
 class OffensiveLanguageEvaluator:
     """Worst-sentence offensive-language score of the answer."""
 
-    metric_ids = (METRIC_ID,)
+    metric_ids: tuple[str, ...] = (METRIC_ID,)
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD) -> None:
         self._threshold = threshold

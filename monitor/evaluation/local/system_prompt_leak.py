@@ -58,7 +58,7 @@ def leak_share(answer: str, system_prompt: str, documents: Sequence[str] = ()) -
 class SystemPromptLeakEvaluator:
     """Share of the system prompt's instructions the answer repeats; skipped without one."""
 
-    metric_ids = (METRIC_ID,)
+    metric_ids: tuple[str, ...] = (METRIC_ID,)
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD) -> None:
         self._threshold = threshold

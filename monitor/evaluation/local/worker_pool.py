@@ -33,7 +33,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence, cast
 
 from monitor.evaluation.local.worker_process import HEADER_BYTES, READY
 from monitor.evaluation.scoring import failed
@@ -125,7 +125,7 @@ class _Worker:
                 await self._send(body)
                 while True:
                     reply = await _read_frame(self._stdout)
-                    job_id, scores = reply  # type: ignore[misc]
+                    job_id, scores = cast("tuple[int, tuple[Score, ...]]", reply)
                     if job_id == job.job_id:  # an older reply belongs to a call cut off earlier
                         return tuple(scores)
         except TimeoutError:

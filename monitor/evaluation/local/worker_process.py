@@ -23,7 +23,11 @@ import logging
 import os
 import pickle
 import sys
-from typing import BinaryIO, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Sequence, cast
+
+if TYPE_CHECKING:
+    from monitor.interfaces import Evaluator
+    from monitor.model import Turn
 
 __all__ = ["READY", "HEADER_BYTES", "write_frame", "read_frame", "serve", "main"]
 
@@ -51,7 +55,7 @@ def read_frame(stream: BinaryIO) -> object | None:
     return pickle.loads(body)
 
 
-def _warm_up_turn() -> object:
+def _warm_up_turn() -> "Turn":
     from monitor.model import Document, Turn
 
     text = "Warm-up. The refund arrives within five days. It is not waterproof."
@@ -59,7 +63,7 @@ def _warm_up_turn() -> object:
                 ground_truth=text)
 
 
-def serve(evaluators: Sequence[object], inp: BinaryIO, out: BinaryIO) -> None:
+def serve(evaluators: "Sequence[Evaluator]", inp: BinaryIO, out: BinaryIO) -> None:
     """Answer job frames from ``inp`` on ``out`` until ``inp`` ends."""
     from monitor.evaluation.local.offload import run_inline_here
     from monitor.evaluation.runner import InternalErrors, evaluate_turn
@@ -68,10 +72,10 @@ def serve(evaluators: Sequence[object], inp: BinaryIO, out: BinaryIO) -> None:
     loop = asyncio.new_event_loop()
     errors = InternalErrors()
     try:
-        loop.run_until_complete(evaluate_turn(_warm_up_turn(), evaluators, InternalErrors()))  # type: ignore[arg-type]
+        loop.run_until_complete(evaluate_turn(_warm_up_turn(), evaluators, InternalErrors()))
         write_frame(out, READY)
         while (job := read_frame(inp)) is not None:
-            job_id, turn = job  # type: ignore[misc]
+            job_id, turn = cast("tuple[int, Turn]", job)
             scores = loop.run_until_complete(evaluate_turn(turn, evaluators, errors))
             write_frame(out, (job_id, scores))
     finally:
@@ -88,7 +92,7 @@ def main() -> int:
     if evaluators is None:
         return 0
     try:
-        serve(tuple(evaluators), inp, out)  # type: ignore[arg-type]
+        serve(cast("tuple[Evaluator, ...]", evaluators), inp, out)
     except (BrokenPipeError, KeyboardInterrupt):  # the serving process went away or stopped us
         pass
     return 0
