@@ -9,6 +9,7 @@ character bigrams, which is how their words are usually matched without a dictio
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 
@@ -104,9 +105,10 @@ def token_terms(token: str) -> tuple[str, ...]:
 
 def terms_of(tokens: list[str]) -> list[str]:
     """:func:`terms` of text already split by :func:`words` (so callers tokenise once)."""
-    cached, limit = _token_terms_cached, CACHED_TOKEN_CHARS  # inlined token_terms: this is the hot loop
-    return [term for token in tokens
-            for term in (cached(token) if len(token) <= limit else _token_terms_uncached(token))]
+    # Each distinct token is looked up once; the per-token walk is then map/chain in C. A text
+    # has about five tokens per distinct one, so this halves the cost of the Python loop.
+    table = {token: token_terms(token) for token in set(tokens)}
+    return list(itertools.chain.from_iterable(map(table.__getitem__, tokens)))
 
 
 def terms(text: str) -> list[str]:
