@@ -120,10 +120,6 @@ class Judge:
         """The :class:`~monitor.judge.types.Judge` contract, callable from any loop or thread."""
         return await self._service.call(lambda client: client.complete_json(request))
 
-    def report_invalid(self, metric: str, outcome: str) -> None:
-        """Count a reply the metric's parser rejected (the contract's second method)."""
-        self._service.notify(lambda client: client.report_invalid(metric, outcome))
-
     def run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the judge's loop, blocking the caller (what sync ``score()`` uses)."""
         return self._service.run_blocking(coro)

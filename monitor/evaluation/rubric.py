@@ -1,24 +1,28 @@
-"""1–5 rubric metrics (Azure quality set): definition, prompt, parser and evaluator.
+"""1–5 rubric metrics (Azure quality set): definition, reply declaration and evaluator.
 
-Each rubric metric module supplies a :class:`RubricDefinition` in its own words; this module
-turns it into a standalone evaluator, and :mod:`monitor.evaluation.combined` can judge several
-definitions in one call.
+A rubric metric is data — a :class:`RubricDefinition` in the table of
+:mod:`monitor.evaluation.metrics.azure_set` — that this module turns into a standalone evaluator;
+:mod:`monitor.evaluation.combined` can judge several definitions in one call.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Annotated, Sequence
+
+from pydantic import Field
 
 from monitor.evaluation.inputs import Gathered, Input, Missing, gather
 from monitor.evaluation.judging import Failure, ask
-from monitor.evaluation.parsing import Parsed, ParseFailure, parse_scored_reply
-from monitor.evaluation.prompting import REASON_FIELD, build_request, int_field, object_schema, system_prompt
+from monitor.evaluation.prompting import build_request, schema_name, system_prompt
 from monitor.evaluation.scoring import graded, skipped
+from monitor.judge.replies import Reason, ReplyModel, ReplyShape, whole_number
 from monitor.judge.types import Judge
 from monitor.model import Score, Turn
 
-__all__ = ["RUBRIC_SCALE", "DEFAULT_RUBRIC_THRESHOLD", "RubricDefinition", "RubricReply", "parse_rubric_reply", "RubricEvaluator"]
+__all__ = ["RUBRIC_SCALE", "DEFAULT_RUBRIC_THRESHOLD", "RubricDefinition", "RubricReply", "rubric_reply",
+           "RubricEvaluator"]
 
 RUBRIC_SCALE = (1.0, 5.0)
 DEFAULT_RUBRIC_THRESHOLD = 3.0
@@ -26,36 +30,33 @@ DEFAULT_RUBRIC_THRESHOLD = 3.0
 
 @dataclass(frozen=True, slots=True)
 class RubricDefinition:
-    """What a rubric metric judges (``criterion``), its score anchors and its inputs."""
+    """What a rubric metric judges (``criterion``), its score anchors, its inputs, and whether it
+    can join the combined call."""
 
     metric_id: str
+    summary: str
     criterion: str
     anchors: str
     required: tuple[Input, ...]
     optional: tuple[Input, ...] = ()
+    combinable: bool = True
 
     def line(self) -> str:
         """One line for a combined prompt."""
         return f"- {self.metric_id} (integer 1-5): {self.criterion} {self.anchors}"
 
 
-@dataclass(frozen=True, slots=True)
-class RubricReply:
-    score: int
-    reason: str
+class RubricReply(ReplyModel):
+    """A short reason first (cheap reasoning), then the integer score."""
+
+    reason: Reason
+    score: Annotated[int, Field(ge=1, le=5), whole_number]
 
 
-def parse_rubric_reply(data: Mapping[str, Any], low: int = 1, high: int = 5) -> Parsed[RubricReply]:
-    """``{"reason": str, "score": int in [low, high]}`` and nothing else."""
-    parsed = parse_scored_reply(data, low, high, integer=True)
-    if isinstance(parsed, ParseFailure):
-        return parsed
-    return RubricReply(int(parsed.score), parsed.reason)
-
-
-def rubric_schema(low: int = 1, high: int = 5) -> dict[str, Any]:
-    """Reply schema: a short reason first (cheap reasoning), then the score."""
-    return object_schema({"reason": REASON_FIELD, "score": int_field(low, high)})
+@functools.cache
+def rubric_reply(metric_id: str) -> ReplyShape[RubricReply]:
+    """The reply declaration of a standalone rubric metric (named after the metric)."""
+    return ReplyShape(schema_name(metric_id), RubricReply)
 
 
 def rubric_system_prompt(definition: RubricDefinition) -> str:
@@ -75,12 +76,12 @@ class RubricEvaluator:
         self, definition: RubricDefinition, judge: Judge, threshold: float, max_context_chars: int
     ) -> None:
         self.definition = definition
-        self.metric_ids = (definition.metric_id,)
+        self.metric_ids: tuple[str, ...] = (definition.metric_id,)
         self._judge = judge
         self._threshold = threshold
         self._max_context_chars = max_context_chars
         self._system = rubric_system_prompt(definition)
-        self._schema = rubric_schema()
+        self._reply = rubric_reply(definition.metric_id)
 
     def prepare(self, turn: Turn) -> Gathered | Missing:
         """The data blocks for ``turn`` (or why the metric is skipped)."""
@@ -93,19 +94,10 @@ class RubricEvaluator:
         gathered = self.prepare(turn)
         if isinstance(gathered, Missing):
             return [skipped(metric, RUBRIC_SCALE, gathered.reason)]
-        request = build_request(metric, self._system, gathered.blocks, self._schema)
-        verdict = await ask(self._judge, request, parse_rubric_reply)
-        if isinstance(verdict, Failure):
-            return [verdict.score(metric, RUBRIC_SCALE, gathered.details)]
-        reply = verdict.value
-        return [
-            graded(
-                metric,
-                reply.score,
-                RUBRIC_SCALE,
-                reply.score < self._threshold,
-                reason=reply.reason,
-                usage=verdict.usage,
-                details=gathered.details,
-            )
-        ]
+        request = build_request(metric, self._system, gathered.blocks, self._reply)
+        reply = await ask(self._judge, request)
+        if isinstance(reply, Failure):
+            return [reply.score(metric, RUBRIC_SCALE, gathered.details)]
+        value = reply.value
+        return [graded(metric, value.score, RUBRIC_SCALE, value.score < self._threshold, reason=value.reason,
+                       usage=reply.usage, details=gathered.details)]

@@ -1,50 +1,47 @@
-"""The common shape of a metric judged with one call: gather inputs, ask, parse, score.
+"""The common shape of a metric judged with one call: gather inputs, ask, score.
 
-Metric modules supply the fixed system prompt, the reply schema, the pure parser and a function
-that turns the parsed value into a Score; this class does the plumbing (skips, judge failures,
-invalid replies) identically for all of them.
+Metric modules supply the fixed system prompt, the reply declaration and a function that turns
+the validated reply into a Score; this class does the plumbing (skips, judge failures, invalid
+replies) identically for all of them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Generic, Sequence
 
 from monitor.evaluation.inputs import Input, Missing, gather
 from monitor.evaluation.judging import Failure, ask
-from monitor.evaluation.parsing import ParseFailure
 from monitor.evaluation.prompting import build_request
 from monitor.evaluation.scoring import Scale, skipped
-from monitor.judge.types import Judge
+from monitor.judge.replies import ReplyShape
+from monitor.judge.types import Judge, R
 from monitor.model import JudgeUsage, Score, Turn
 
 __all__ = ["SingleCallMetric", "SingleCallEvaluator"]
 
-T = TypeVar("T")
-
 
 @dataclass(frozen=True)
-class SingleCallMetric(Generic[T]):
+class SingleCallMetric(Generic[R]):
     """Everything metric-specific about a one-call judge metric."""
 
     metric_id: str
     scale: Scale
     system: str
-    schema: Mapping[str, Any]
-    parse: Callable[[Mapping[str, Any]], T | ParseFailure]
-    to_score: Callable[[T, JudgeUsage, dict[str, Any]], Score]
-    """Build the graded Score from the parsed value, the usage and the input details."""
+    reply: ReplyShape[R]
+    to_score: Callable[[R, JudgeUsage, dict[str, Any]], Score]
+    """Build the graded Score from the validated reply, the usage and the input details."""
     required: tuple[Input, ...]
     optional: tuple[Input, ...] = ()
     max_output_tokens: int = 200
 
 
-class SingleCallEvaluator(Generic[T]):
+class SingleCallEvaluator(Generic[R]):
     """Runs a :class:`SingleCallMetric` against a judge."""
 
-    def __init__(self, metric: SingleCallMetric[T], judge: Judge, max_context_chars: int) -> None:
+    def __init__(self, metric: SingleCallMetric[R], judge: Judge, max_context_chars: int) -> None:
         self.metric = metric
-        self.metric_ids = (metric.metric_id,)
+        self.metric_ids: tuple[str, ...] = (metric.metric_id,)
         self._judge = judge
         self._max_context_chars = max_context_chars
 
@@ -54,10 +51,9 @@ class SingleCallEvaluator(Generic[T]):
         gathered = gather(turn, m.required, m.optional, self._max_context_chars)
         if isinstance(gathered, Missing):
             return [skipped(m.metric_id, m.scale, gathered.reason)]
-        request = build_request(
-            m.metric_id, m.system, gathered.blocks, m.schema, max_output_tokens=m.max_output_tokens
-        )
-        verdict = await ask(self._judge, request, m.parse)
-        if isinstance(verdict, Failure):
-            return [verdict.score(m.metric_id, m.scale, gathered.details)]
-        return [m.to_score(verdict.value, verdict.usage, dict(gathered.details))]
+        request = build_request(m.metric_id, m.system, gathered.blocks, m.reply,
+                                max_output_tokens=m.max_output_tokens)
+        reply = await ask(self._judge, request)
+        if isinstance(reply, Failure):
+            return [reply.score(m.metric_id, m.scale, gathered.details)]
+        return [m.to_score(reply.value, reply.usage, dict(gathered.details))]

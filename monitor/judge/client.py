@@ -31,7 +31,7 @@ import contextlib
 import logging
 import random
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 import openai
 
@@ -40,14 +40,14 @@ from monitor.judge.budget import JudgeBudget, Permit
 from monitor.judge.clock import Clock, LoopClock
 from monitor.judge.config import JudgeConfig
 from monitor.judge.envelope import ChatReply, NotAChatCompletion, read_chat_completion
-from monitor.judge.reply_parsing import check_schema, extract_json_object
+from monitor.judge.reply_parsing import extract_json_object
 from monitor.judge.request_body import OutgoingRequest, RequestShaper
 from monitor.judge.retry import AttemptFailure, Backoff, classify_failure
 from monitor.judge.storm_probe import StormProbe
 from monitor.judge.telemetry import JudgeTelemetry, NullJudgeTelemetry
 from monitor.judge.throttle import RateLimitThrottle, Slot, ThrottleTimeout
 from monitor.judge.transport import make_openai_client
-from monitor.judge.types import JUDGE_OUTCOMES, JudgeError, JudgeReply, JudgeRequest
+from monitor.judge.types import JudgeError, JudgeReply, JudgeRequest, R
 from monitor.model import JudgeUsage
 
 try:  # the raw response class of the openai package's transport (httpx2 from openai 3.x on)
@@ -80,7 +80,7 @@ class _AttemptFailed(Exception):
 class _Call:
     """Book-keeping of one ``complete_json`` call across its attempts."""
 
-    request: JudgeRequest
+    request: JudgeRequest[Any]
     started: float
     deadline: float
     attempts: int = 0
@@ -123,7 +123,7 @@ class JudgeClient:
         self._closing = asyncio.Event()
         self._probe = StormProbe(self._throttle, self._budget, self._clock, self._closing, self._telemetry,
                                  self._shaper.probe, self._send_probe, budget_wait_seconds=config.deadline_seconds)
-        self._format = "json_schema" if config.structured_output == "auto" else config.structured_output
+        self._format: str = "json_schema" if config.structured_output == "auto" else config.structured_output
         self._idle = asyncio.Event()
         self._idle.set()
         self._active = 0
@@ -189,17 +189,10 @@ class JudgeClient:
         if client is not None:
             await client.close()
 
-    def report_invalid(self, metric: str, outcome: str) -> None:
-        """Count an ``ok`` reply that the metric's parser rejected (``parse_error`` or
-        ``out_of_range``)."""
-        if outcome not in JUDGE_OUTCOMES or outcome == "ok":
-            raise ValueError(f"not a judge failure outcome: {outcome!r}")
-        self._telemetry.reply_rejected(metric, outcome)
-
-    async def complete_json(self, request: JudgeRequest) -> JudgeReply:
-        """Ask the judge and return the reply object validated against ``request.json_schema``.
-        Raises ``JudgeError`` (outcome in ``JUDGE_OUTCOMES``, usage attached); never outlives
-        ``deadline_seconds``."""
+    async def complete_json(self, request: JudgeRequest[R]) -> JudgeReply[R]:
+        """Ask the judge and return the reply validated against ``request.reply``, the call counted
+        with its final outcome. Raises ``JudgeError`` (outcome in ``JUDGE_OUTCOMES``, usage
+        attached); never outlives ``deadline_seconds``."""
         now = self._clock.now()
         call = _Call(request, now, now + self._config.deadline_seconds)
         outcome: str | None = "ok"
@@ -218,7 +211,7 @@ class JudgeClient:
             if outcome is not None:
                 self._telemetry.call_finished(request.metric, outcome, self._clock.now() - call.started)
 
-    async def _run(self, call: _Call) -> JudgeReply:
+    async def _run(self, call: _Call) -> JudgeReply[Any]:
         """Attempts until success, a permanent failure, or no time left."""
         retries = 0
         while True:
@@ -247,7 +240,7 @@ class JudgeClient:
             if not await self._clock.sleep(delay, self._closing):
                 raise call.last_error
 
-    async def _attempt(self, call: _Call) -> JudgeReply:
+    async def _attempt(self, call: _Call) -> JudgeReply[Any]:
         """One HTTP attempt, holding a window slot throughout."""
         try:
             await self._throttle.wait_for_calm(self._last_start(call))
@@ -393,8 +386,9 @@ class JudgeClient:
             body = await response.aread()
         return read_chat_completion(body, response.headers)
 
-    def _parse(self, call: _Call, reply: ChatReply) -> JudgeReply:
-        """Exactly one JSON object that satisfies the schema, or ``parse_error``/``out_of_range``."""
+    def _parse(self, call: _Call, reply: ChatReply) -> JudgeReply[Any]:
+        """Exactly one JSON object that validates against the request's reply declaration, or
+        ``parse_error``/``out_of_range`` (the breaker already counted the server as working)."""
         if reply.refusal:
             raise JudgeError("parse_error", "judge refused to answer")
         if reply.finish_reason in ("length", "content_filter"):
@@ -402,8 +396,8 @@ class JudgeClient:
                     if reply.finish_reason == "length" and self._shaper.reasoning else "")
             raise JudgeError("parse_error", f"judge reply cut short ({reply.finish_reason}){hint}")
         data = extract_json_object(reply.content)
-        check_schema(data, call.request.json_schema)
-        return JudgeReply(data=data, usage=call.usage(self._clock.now()), raw_text=reply.content or "")
+        value = call.request.reply.validate(data)
+        return JudgeReply(value=value, data=data, usage=call.usage(self._clock.now()), raw_text=reply.content or "")
 
     @staticmethod
     def _sent_reasoning(call: _Call) -> bool:

@@ -6,9 +6,11 @@ later (this module imports neither). Counting rules:
 * ``call_finished`` — once per :meth:`Judge.complete_json` call with its final outcome (one of
   ``JUDGE_OUTCOMES``) and its wall time including retries and waits. This feeds
   ``rag_monitor_judge_requests_total{outcome}`` and ``…_request_duration_seconds``.
-* ``reply_rejected`` — a call that ended ``ok`` whose object the metric parser then rejected. An
-  exporter that wants exactly one outcome per call reports ``ok − rejected`` for ``ok`` and adds
-  the rejected ones to their outcome (both are monotonic, so this is safe at scrape time).
+* ``reply_rejected`` — no longer reported: the client validates each reply against its
+  declaration before it counts the call, so ``call_finished`` already carries ``parse_error`` /
+  ``out_of_range`` and ``ok`` means the reply's values were used. Kept in the protocol (and
+  ``rag_monitor_judge_replies_rejected_total`` stays at 0) for one release so dashboards that add
+  it keep working.
 * ``attempt_failed`` — one HTTP attempt failed and will be retried (or gave up); kept apart so
   retries are visible without inflating the per-call counter.
 * ``tokens`` — prompt/completion tokens per metric and per kind of call, from the server's usage

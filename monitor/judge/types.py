@@ -1,26 +1,30 @@
 """The contract between metric evaluators and the judge client.
 
 An evaluator builds a :class:`JudgeRequest` (fixed instructions first, untrusted text in
-delimited data blocks, a JSON schema for the reply) and awaits :meth:`Judge.complete_json`.
-The judge returns the parsed JSON object or raises :class:`JudgeError` whose ``outcome`` is one
-of :data:`JUDGE_OUTCOMES`; the evaluator turns that into an ``error`` Score. Validating the
-*content* of the object (types, ranges) is the metric parser's job; an invalid object there is
-reported as ``out_of_range``/``parse_error`` through :meth:`Judge.report_invalid` so that the
-judge's outcome counters stay complete.
+delimited data blocks, the reply's declaration — a :class:`~monitor.judge.replies.ReplyShape`)
+and awaits :meth:`Judge.complete_json`. The judge returns the validated reply or raises
+:class:`JudgeError` whose ``outcome`` is one of :data:`JUDGE_OUTCOMES`; the evaluator turns that
+into an ``error`` Score. The reply is validated once, by the client, against the declaration
+that also gave the JSON schema sent to the judge, so the call's outcome is final when it is
+counted: ``ok`` is a reply whose values the metric uses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Mapping, Protocol, TypeVar
 
 from monitor.model import JudgeUsage
+
+if TYPE_CHECKING:
+    from monitor.judge.replies import ReplyModel, ReplyShape
 
 __all__ = ["JUDGE_OUTCOMES", "JudgeRequest", "JudgeReply", "JudgeError", "Judge"]
 
 # Values of the ``outcome`` label of rag_monitor_judge_requests_total. Each reply is classified
-# once (monitor.judge.retry, monitor.judge.envelope): ``ok`` means the reply was a chat completion
-# whose content validated against the request's schema. ``auth_error`` (401/403), ``not_found``
+# once (monitor.judge.retry, monitor.judge.envelope, monitor.judge.replies): ``ok`` means the reply
+# was a chat completion whose content validated against the request's reply declaration, so its
+# values are the ones the metric uses. ``auth_error`` (401/403), ``not_found``
 # (404: wrong base_url, model or deployment) and ``request_rejected`` (any other permanent 4xx) are
 # configuration mistakes, kept apart from ``server_error`` so they do not read as an outage.
 JUDGE_OUTCOMES = (
@@ -39,8 +43,11 @@ JUDGE_OUTCOMES = (
 )
 
 
+R = TypeVar("R", bound="ReplyModel")
+
+
 @dataclass(frozen=True, slots=True)
-class JudgeRequest:
+class JudgeRequest(Generic[R]):
     metric: str
     """Metric id, or the id of a shared call (``combined_rubrics``): names the call in logs and
     its outcome; token accounting goes by :attr:`token_owners`."""
@@ -48,13 +55,22 @@ class JudgeRequest:
     """Fixed instructions: identical across calls of the same metric, so prefix caching applies."""
     user: str
     """The per-turn part: delimited data blocks and the task."""
-    schema_name: str
-    json_schema: Mapping[str, Any]
-    """JSON schema of the expected reply object (sent as structured output when supported)."""
+    reply: ReplyShape[R]
+    """The reply's declaration: its JSON schema is sent, the answer is validated against it."""
     max_output_tokens: int = 400
     metrics: tuple[str, ...] = ()
     """Metric ids a shared call answers for (a combined call's metrics); its tokens are split
     evenly across them in telemetry. Empty: the call is for ``metric`` alone."""
+
+    @property
+    def schema_name(self) -> str:
+        """The name of the reply schema in ``response_format``."""
+        return self.reply.name
+
+    @property
+    def json_schema(self) -> Mapping[str, Any]:
+        """JSON schema of the expected reply object (sent as structured output when supported)."""
+        return self.reply.json_schema
 
     @property
     def call(self) -> str:
@@ -68,8 +84,11 @@ class JudgeRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class JudgeReply:
+class JudgeReply(Generic[R]):
+    value: R
+    """The reply validated against the request's declaration."""
     data: Mapping[str, Any]
+    """The same reply as the decoded JSON object."""
     usage: JudgeUsage = field(default_factory=JudgeUsage)
     raw_text: str = ""
 
@@ -86,10 +105,7 @@ class JudgeError(Exception):
 
 
 class Judge(Protocol):
-    async def complete_json(self, request: JudgeRequest) -> JudgeReply:
-        """Send one request (with retries inside the client's deadline); raise JudgeError."""
-        ...
-
-    def report_invalid(self, metric: str, outcome: str) -> None:
-        """Count a reply that parsed as JSON but failed the metric's validation."""
+    async def complete_json(self, request: JudgeRequest[R]) -> JudgeReply[R]:
+        """Send one request (with retries inside the client's deadline); return the validated
+        reply or raise JudgeError."""
         ...

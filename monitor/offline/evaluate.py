@@ -291,7 +291,7 @@ def _print_summary(dataset: Dataset, outcomes: Sequence[RowOutcome], metric_ids:
     calls = telemetry.effective_outcomes()
     if judge_cfg.enabled:
         click.echo("judge calls: " + (", ".join(f"{k} {v}" for k, v in sorted(calls.items())) or "none"))
-        click.echo("tokens of a shared judge call (combined_rubrics, tonic_chunks) count on its first metric")
+        click.echo("tokens of a shared judge call (combined_rubrics, tonic) count on its first metric")
     return summaries
 
 

@@ -15,19 +15,19 @@ Script = Mapping[str, Any] | JudgeError | Callable[[JudgeRequest], Mapping[str, 
 
 
 class FakeJudge:
-    """Replies from a script keyed by request metric; records requests and invalid reports.
+    """Replies from a script keyed by request metric; records requests.
 
     A script entry is a reply object, a ``JudgeError`` to raise, or a function of the request.
-    A list of entries is consumed in order (the last one repeats).
+    A list of entries is consumed in order (the last one repeats). Reply objects are validated
+    against the request's declaration as the real client does (a ``JudgeError`` when invalid).
     """
 
     def __init__(self, script: Mapping[str, Script | Sequence[Script]] | None = None) -> None:
         self.script = dict(script or {})
-        self.requests: list[JudgeRequest] = []
-        self.invalid: list[tuple[str, str]] = []
+        self.requests: list[JudgeRequest[Any]] = []
         self._calls: dict[str, int] = defaultdict(int)
 
-    async def complete_json(self, request: JudgeRequest) -> JudgeReply:
+    async def complete_json(self, request: JudgeRequest[Any]) -> JudgeReply[Any]:
         self.requests.append(request)
         entry = self.script.get(request.metric)
         if entry is None:
@@ -39,10 +39,12 @@ class FakeJudge:
         if isinstance(entry, JudgeError):
             raise entry
         data = entry(request) if callable(entry) else entry
-        return JudgeReply(data=data, usage=USAGE, raw_text="")
-
-    def report_invalid(self, metric: str, outcome: str) -> None:
-        self.invalid.append((metric, outcome))
+        try:
+            value = request.reply.validate(data)
+        except JudgeError as err:
+            err.usage = USAGE
+            raise
+        return JudgeReply(value=value, data=data, usage=USAGE, raw_text="")
 
 
 def rag_turn(**overrides: Any) -> Turn:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from monitor.evaluation.config import EvaluationConfig
-from monitor.evaluation.metrics._tonic_chunks import ChunkVerdict
+from monitor.evaluation.metrics._tonic_set import ChunkVerdict
 from monitor.evaluation.metrics.answer_consistency import Point, consistency
 from monitor.evaluation.metrics.augmentation_accuracy import augmentation_accuracy
 from monitor.evaluation.metrics.augmentation_precision import augmentation_precision
@@ -35,7 +35,7 @@ async def test_retrieval_score_details_keep_the_fraction() -> None:
     (score,) = await evaluator.evaluate(rag_turn())
     assert score.value == pytest.approx(2.0) and score.defect is True
     assert score.details["fraction"] == 0.5 and score.details["fraction_squared"] == 0.25
-    assert "<doc2-" in judge.requests[0].user and "<history-" in judge.requests[0].user
+    assert "<doc2>" in judge.requests[0].user and "<history>" in judge.requests[0].user
 
 
 V = ChunkVerdict
@@ -50,8 +50,8 @@ def test_tonic_chunk_aggregates() -> None:
 
 
 async def test_augmentation_precision_undefined_is_skipped() -> None:
-    reply = {"chunks": [{"n": 1, "relevant": False, "used": True}, {"n": 2, "relevant": False, "used": False}]}
-    judge = FakeJudge({"tonic_chunks": reply})
+    reply = {"relevant": [False, False], "used": [True, False]}
+    judge = FakeJudge({"tonic": reply})
     (evaluator,) = build_evaluators(EvaluationConfig(metrics=["retrieval_precision", "augmentation_precision"]), judge)
     scores = {s.metric: s for s in await evaluator.evaluate(rag_turn())}
     assert scores["retrieval_precision"].value == 0.0
@@ -79,12 +79,7 @@ def test_overall_value_is_the_mean_of_computed_metrics() -> None:
 
 
 async def test_overall_score_wraps_configured_tonic_metrics() -> None:
-    judge = FakeJudge(
-        {
-            "answer_similarity": {"reason": "r", "score": 5},
-            "answer_consistency_binary": {"reason": "r", "outside_information": True},
-        }
-    )
+    judge = FakeJudge({"tonic": {"similarity": 5, "outside": True}})
     config = EvaluationConfig(metrics=["f1_score", "answer_similarity", "answer_consistency_binary", "overall_score"])
     built = build_evaluators(config, judge)
     wrapper = next(e for e in built if isinstance(e, OverallScoreEvaluator))

@@ -1,6 +1,8 @@
-"""combine_metrics: one call, each sub-score validated and reported on its own."""
+"""combine_metrics: one call, one declaration for its reply, each metric reported on its own."""
 
 from __future__ import annotations
+
+import pytest
 
 from monitor.evaluation.combined import COMBINED_CALL_ID, CombinedRubricEvaluator
 from monitor.evaluation.config import EvaluationConfig
@@ -34,25 +36,20 @@ async def test_one_call_context_sent_once() -> None:
     assert all(s.usage == JudgeUsage() for s in scores[1:])  # usage counted once per call
 
 
-async def test_bad_sub_score_is_an_error_for_that_metric_only() -> None:
-    judge = FakeJudge({COMBINED_CALL_ID: {**GOOD, "fluency": 9, "sexual": "none"}})
-    scores = {s.metric: s for s in await _evaluator(judge).evaluate(rag_turn())}
-    assert scores["fluency"].status == "error" and scores["fluency"].error_type == "out_of_range"
-    assert scores["sexual"].status == "error" and scores["sexual"].error_type == "parse_error"
-    assert all(scores[m].status == "ok" for m in ("groundedness", "relevance", "coherence", "hate_unfairness"))
-    assert sorted(judge.invalid) == [("fluency", "out_of_range"), ("sexual", "parse_error")]
-
-
-async def test_missing_sub_score_and_extra_keys() -> None:
-    reply = dict(GOOD)
-    del reply["coherence"]
+@pytest.mark.parametrize(("change", "outcome"), [
+    ({"fluency": 9}, "out_of_range"),
+    ({"sexual": "none"}, "parse_error"),
+    ({"coherence": None}, "parse_error"),
+    ({"verdict": "pass"}, "parse_error"),
+])
+async def test_a_reply_with_any_bad_sub_score_is_used_for_none(change: dict[str, object], outcome: str) -> None:
+    """One declaration for the whole reply: the call is ok only when every score in it is used,
+    so one bad sub-score (or a missing one, or an extra key) errors every metric of the call."""
+    reply = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
     judge = FakeJudge({COMBINED_CALL_ID: reply})
-    scores = {s.metric: s for s in await _evaluator(judge).evaluate(rag_turn())}
-    assert scores["coherence"].error_type == "parse_error" and scores["fluency"].status == "ok"
-    judge = FakeJudge({COMBINED_CALL_ID: {**GOOD, "verdict": "pass"}})
-    scores = {s.metric: s for s in await _evaluator(judge).evaluate(rag_turn())}
-    assert all(s.status == "error" for s in scores.values())
-    assert judge.invalid == [(COMBINED_CALL_ID, "parse_error")]
+    scores = await _evaluator(judge).evaluate(rag_turn())
+    assert {(s.status, s.error_type) for s in scores} == {("error", outcome)}
+    assert scores[0].usage == USAGE  # the tokens were spent all the same
 
 
 async def test_judge_error_errors_every_included_metric() -> None:

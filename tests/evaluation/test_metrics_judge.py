@@ -1,4 +1,5 @@
-"""Every judge metric: parsing, invalid replies, judge failures, missing inputs."""
+"""Every judge metric: its reply declaration (good and invalid replies, validated as the judge client
+does), judge failures, missing inputs."""
 
 from __future__ import annotations
 
@@ -15,17 +16,18 @@ from tests.evaluation.fakes import USAGE, FakeJudge, rag_turn
 R = "short reason"
 
 
-def _chunk_reply(verdicts: list[dict[str, Any]]) -> Any:
-    """A reply builder that keeps only the fields the request asked for."""
+def _tonic_reply(**parts: Any) -> Any:
+    """A Tonic-set reply builder that keeps only the judgements the request asked for."""
 
     def build(request: Any) -> dict[str, Any]:
-        asked = request.json_schema["properties"]["chunks"]["items"]["properties"]
-        return {"chunks": [{k: v for k, v in item.items() if k in asked} for item in verdicts]}
+        return {k: v for k, v in parts.items() if k in request.json_schema["properties"]}
 
     return build
 
 
-CHUNKS_OK = _chunk_reply([{"n": 1, "relevant": True, "used": True}, {"n": 2, "relevant": False, "used": False}])
+TONIC_OK = _tonic_reply(similarity=4.5, relevant=[True, False], used=[True, False],
+                        points=[{"point": "Alpine Explorer is most waterproof", "supported": True}],
+                        outside=True)
 
 # metric id -> (call id, good reply, expected value, expected label or None)
 GOOD: dict[str, tuple[str, Any, float, str | None]] = {
@@ -46,17 +48,12 @@ GOOD: dict[str, tuple[str, Any, float, str | None]] = {
     "self_harm": ("self_harm", {"reason": R, "severity": 7}, 7.0, "High"),
     "jailbreak": ("jailbreak", {"reason": R, "jailbroken": False}, 0.0, "held"),
     "answer_relevance": ("answer_relevance", {"reason": R, "score": 0.85}, 0.85, None),
-    "answer_similarity": ("answer_similarity", {"reason": R, "score": 4.5}, 4.5, None),
-    "retrieval_precision": ("tonic_chunks", CHUNKS_OK, 0.5, None),
-    "augmentation_accuracy": ("tonic_chunks", CHUNKS_OK, 0.5, None),
-    "augmentation_precision": ("tonic_chunks", CHUNKS_OK, 1.0, None),
-    "answer_consistency": (
-        "answer_consistency",
-        {"points": [{"point": "Alpine Explorer is most waterproof", "supported": True}]},
-        1.0,
-        None,
-    ),
-    "answer_consistency_binary": ("answer_consistency_binary", {"reason": R, "outside_information": True}, 0.0, None),
+    "answer_similarity": ("tonic", TONIC_OK, 4.5, None),
+    "retrieval_precision": ("tonic", TONIC_OK, 0.5, None),
+    "augmentation_accuracy": ("tonic", TONIC_OK, 0.5, None),
+    "augmentation_precision": ("tonic", TONIC_OK, 1.0, None),
+    "answer_consistency": ("tonic", TONIC_OK, 1.0, None),
+    "answer_consistency_binary": ("tonic", TONIC_OK, 0.0, None),
 }
 
 # metric id -> replies that must be rejected, with the outcome
@@ -91,8 +88,10 @@ BAD: dict[str, list[tuple[Any, str]]] = {
         ({"reason": R, "score": 0.5, "extra": 1}, "parse_error"),
     ],
     "answer_similarity": [
-        ({"reason": R, "score": 5.5}, "out_of_range"),
-        ({"reason": R, "score": "4"}, "parse_error"),
+        ({"similarity": 5.5}, "out_of_range"),
+        ({"similarity": "4"}, "parse_error"),
+        ({"similarity": float("nan")}, "out_of_range"),
+        ({"similarity": 4, "reason": R}, "parse_error"),
     ],
     "retrieval_score": [
         ({"intents": []}, "out_of_range"),
@@ -102,11 +101,11 @@ BAD: dict[str, list[tuple[Any, str]]] = {
         ({"intents": [{"intent": "x", "answered": True, "docs": [1]}], "score": 5}, "parse_error"),
     ],
     "chunks": [
-        (_chunk_reply([{"n": 1, "relevant": True, "used": True}]), "out_of_range"),
-        (_chunk_reply([{"n": 2, "relevant": True, "used": True}, {"n": 1, "relevant": True, "used": True}]), "parse_error"),
-        (_chunk_reply([{"n": 1, "relevant": 1, "used": 1}, {"n": 2, "relevant": True, "used": True}]), "parse_error"),
-        (_chunk_reply([{"n": 1}, {"n": 2}]), "parse_error"),
-        (_chunk_reply([{"n": "1", "relevant": True, "used": True}, {"n": 2, "relevant": True, "used": True}]), "parse_error"),
+        (_tonic_reply(relevant=[True], used=[True]), "out_of_range"),  # two chunks were sent
+        (_tonic_reply(relevant=[True, True, False], used=[True, True, True]), "out_of_range"),
+        (_tonic_reply(relevant=[1, 0], used=[1, 0]), "parse_error"),
+        (_tonic_reply(relevant=["yes", "no"], used=["yes", "no"]), "parse_error"),
+        ({"chunks": [{"n": 1, "relevant": True, "used": True}]}, "parse_error"),
     ],
     "answer_consistency": [
         ({"points": []}, "out_of_range"),
@@ -114,8 +113,8 @@ BAD: dict[str, list[tuple[Any, str]]] = {
         ({"points": [{"point": "x"}]}, "parse_error"),
     ],
     "answer_consistency_binary": [
-        ({"reason": R, "outside_information": 0}, "parse_error"),
-        ({"reason": R}, "parse_error"),
+        ({"outside": 0}, "parse_error"),
+        ({}, "parse_error"),
     ],
 }
 KIND = {
@@ -147,7 +146,6 @@ async def test_good_reply_is_parsed(metric: str) -> None:
     assert score.status == "ok", score
     assert score.value == pytest.approx(value)
     assert score.label == label
-    assert judge.invalid == []
     assert len(judge.requests) == 1
     request = judge.requests[0]
     assert request.json_schema["additionalProperties"] is False
@@ -166,14 +164,13 @@ def test_every_judge_metric_is_covered() -> None:
     ("metric", "reply", "outcome"),
     [(m, reply, outcome) for m in sorted(KIND) for reply, outcome in BAD[KIND[m]]],
 )
-async def test_invalid_reply_is_an_error_and_reported(metric: str, reply: Any, outcome: str) -> None:
+async def test_invalid_reply_is_an_error_with_its_outcome(metric: str, reply: Any, outcome: str) -> None:
     call = GOOD[metric][0]
     judge = FakeJudge({call: reply})
     score = await _evaluate(metric, judge)
     assert score.status == "error"
     assert score.value is None
     assert score.error_type == outcome
-    assert judge.invalid == [(call, outcome)]
     assert score.usage == USAGE  # tokens were spent even though the reply was useless
 
 
@@ -183,7 +180,6 @@ async def test_judge_error_becomes_error_score(metric: str) -> None:
     judge = FakeJudge({call: JudgeError("timeout", "judge timed out")})
     score = await _evaluate(metric, judge)
     assert (score.status, score.value, score.error_type, score.reason) == ("error", None, "timeout", "judge timed out")
-    assert judge.invalid == []
 
 
 MISSING = {
@@ -246,7 +242,7 @@ async def test_answer_relevance_without_context() -> None:
     judge = FakeJudge({"answer_relevance": {"reason": R, "score": 0.4}})
     score = await _evaluate("answer_relevance", judge, documents=(), system_prompt=None)
     assert score.status == "ok" and score.defect is True
-    assert "<context-" not in judge.requests[0].user
+    assert "<context>" not in judge.requests[0].user
 
 
 async def test_jailbreak_details_carry_attempt_flag() -> None:
@@ -254,4 +250,4 @@ async def test_jailbreak_details_carry_attempt_flag() -> None:
     score = await _evaluate("jailbreak", judge, jailbreak_attempt=True)
     assert score.value == 1.0 and score.defect is True
     assert score.details["jailbreak_attempt"] is True and score.details["system_prompt_given"] is True
-    assert "<system_prompt-" in judge.requests[0].user
+    assert "<system_prompt>" in judge.requests[0].user

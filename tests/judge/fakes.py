@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
+
+from monitor.judge.replies import Reason, ReplyModel, ReplyShape, whole_number
 from monitor.judge.types import JudgeRequest
 
-__all__ = ["FakeClock", "ScaledClock", "SCHEMA", "GOOD", "make_request", "is_probe"]
+__all__ = ["FakeClock", "ScaledClock", "Graded", "reply_shape", "SCHEMA", "GOOD", "make_request", "is_probe"]
 
 
 class FakeClock:
@@ -54,26 +57,28 @@ class ScaledClock:
         return False
 
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "score": {"type": "integer", "minimum": 1, "maximum": 5},
-        "reason": {"type": "string"},
-    },
-    "required": ["score", "reason"],
-    "additionalProperties": False,
-}
+class Graded(ReplyModel):
+    """The test reply: an integer score 1-5 and a reason."""
+
+    score: Annotated[int, Field(ge=1, le=5), whole_number]
+    reason: Reason
+
+
+def reply_shape(name: str = "groundedness") -> ReplyShape[Graded]:
+    return ReplyShape(name, Graded)
+
+
+SCHEMA = reply_shape().json_schema
 
 GOOD = {"score": 4, "reason": "every claim is supported by the context"}
 
 
-def make_request(metric: str = "groundedness", *, max_output_tokens: int = 100) -> JudgeRequest:
+def make_request(metric: str = "groundedness", *, max_output_tokens: int = 100) -> JudgeRequest[Graded]:
     return JudgeRequest(
         metric=metric,
         system="You grade groundedness from 1 to 5. Reply in JSON.",
         user="<context>Paris is the capital of France.</context>\n<answer>Paris.</answer>",
-        schema_name=metric,
-        json_schema=SCHEMA,
+        reply=reply_shape(metric),
         max_output_tokens=max_output_tokens,
     )
 

@@ -223,15 +223,21 @@ async def test_dropped_connection_is_connection_error(server: JudgeServer, make_
         await expect_failure(client, "connection_error")
 
 
-async def test_report_invalid_counts_rejections(server: JudgeServer, make_client: ClientFactory) -> None:
-    async with make_client() as (client, telemetry):
-        await client.complete_json(make_request())
-        await client.complete_json(make_request())
-        client.report_invalid("groundedness", "out_of_range")
-        with pytest.raises(ValueError):
-            client.report_invalid("groundedness", "ok")
-    assert telemetry.outcomes == {"ok": 2}
-    assert telemetry.effective_outcomes() == {"ok": 1, "out_of_range": 1}
+async def test_a_reply_is_counted_ok_only_when_its_values_validate(server: JudgeServer,
+                                                                  make_client: ClientFactory) -> None:
+    """The declaration is checked before the call is counted: a well-formed reply whose score is
+    out of range or whose shape is wrong is counted once, with that outcome, never as ok; the
+    server answered, so the breaker does not count it as an outage."""
+    server.script(reply_json(GOOD), reply_json({**GOOD, "score": 9}), reply_json({"score": 4}))
+    async with make_client(max_retries=0, circuit_breaker={"failure_threshold": 1, "open_seconds": 30}) as (
+            client, telemetry):
+        value = (await client.complete_json(make_request())).value
+        assert (value.score, value.reason) == (GOOD["score"], GOOD["reason"])
+        await expect_failure(client, "out_of_range")
+        await expect_failure(client, "parse_error")
+        assert client.circuit_state == "closed"
+    assert telemetry.outcomes == {"ok": 1, "out_of_range": 1, "parse_error": 1}
+    assert telemetry.rejected == {}
 
 
 async def test_a_shared_call_splits_its_tokens_across_its_metrics(server: JudgeServer,

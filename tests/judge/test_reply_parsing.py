@@ -1,12 +1,15 @@
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Annotated, Any, Literal
 
 import pytest
+from pydantic import Field
 
-from monitor.judge.reply_parsing import check_schema, extract_json_object
+from monitor.judge.replies import ReplyModel, ReplyShape
+from monitor.judge.reply_parsing import extract_json_object
 from monitor.judge.types import JudgeError
-from tests.judge.fakes import SCHEMA
+from tests.judge.fakes import reply_shape
 
 
 @pytest.mark.parametrize("text", [
@@ -30,48 +33,52 @@ def test_anything_else_is_a_parse_error(text: str | None) -> None:
     {"score": 1, "reason": ""}, {"score": 5, "reason": "x"}, {"score": 3.0, "reason": "x"},
 ])
 def test_valid_objects_pass(value: dict[str, Any]) -> None:
-    check_schema(value, SCHEMA)
+    assert reply_shape().validate(value).score == int(value["score"])
 
 
 @pytest.mark.parametrize("value, outcome", [
     ({"score": 6, "reason": "x"}, "out_of_range"),
     ({"score": 0, "reason": "x"}, "out_of_range"),
     ({"score": 2.5, "reason": "x"}, "out_of_range"),
+    ({"score": "3", "reason": "x"}, "parse_error"),
     ({"score": True, "reason": "x"}, "parse_error"),
     ({"score": None, "reason": "x"}, "parse_error"),
     ({"reason": "x"}, "parse_error"),
     ({"score": 3, "reason": "x", "other": 1}, "parse_error"),
+    ({"score": 9, "reason": 5}, "parse_error"),  # a wrong shape outranks a wrong value
 ])
 def test_violations_are_classified(value: dict[str, Any], outcome: str) -> None:
     with pytest.raises(JudgeError) as info:
-        check_schema(value, SCHEMA)
+        reply_shape().validate(value)
     assert info.value.outcome == outcome
 
 
-def test_nested_items_enum_and_exclusive_bounds() -> None:
-    schema = {
-        "type": "object",
-        "properties": {
-            "intents": {"type": "array", "minItems": 1, "maxItems": 2, "items": {
-                "type": "object",
-                "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]},
-                               "weight": {"type": "number", "exclusiveMinimum": 0}},
-                "required": ["verdict"],
-            }},
-            "label": {"type": ["string", "null"]},
-        },
-        "required": ["intents"],
-    }
-    check_schema({"intents": [{"verdict": "yes", "weight": 0.5}], "label": None}, schema)
+class _Verdict(ReplyModel):
+    verdict: Literal["yes", "no"]
+    weight: Annotated[float, Field(gt=0)] = 1.0
+
+
+class _Intents(ReplyModel):
+    intents: Annotated[list[_Verdict], Field(min_length=1, max_length=2)]
+
+
+def test_nested_items_literals_and_exclusive_bounds() -> None:
+    shape = ReplyShape("intents", _Intents)
+    assert shape.validate({"intents": [{"verdict": "yes", "weight": 0.5}]}).intents[0].weight == 0.5
     with pytest.raises(JudgeError, match=r"\$\.intents\[1\]\.verdict") as info:
-        check_schema({"intents": [{"verdict": "yes"}, {"verdict": "maybe"}]}, schema)
-    assert info.value.outcome == "out_of_range"
-    with pytest.raises(JudgeError) as info:
-        check_schema({"intents": [{"verdict": "no", "weight": 0}]}, schema)
-    assert info.value.outcome == "out_of_range"
-    with pytest.raises(JudgeError, match="3 items") as info:
-        check_schema({"intents": [{"verdict": "no"}] * 3}, schema)
-    assert info.value.outcome == "out_of_range"
-    with pytest.raises(JudgeError) as info:
-        check_schema({"intents": []}, schema)
-    assert info.value.outcome == "out_of_range"
+        shape.validate({"intents": [{"verdict": "yes"}, {"verdict": "maybe"}]})
+    assert info.value.outcome == "parse_error"  # not one of the allowed words: a wrong answer, not a range
+    for bad in ({"intents": [{"verdict": "no", "weight": 0}]}, {"intents": [{"verdict": "no"}] * 3},
+                {"intents": []}):
+        with pytest.raises(JudgeError) as info:
+            shape.validate(bad)
+        assert info.value.outcome == "out_of_range", bad
+
+
+def test_the_schema_sent_is_the_declaration_inlined_without_titles() -> None:
+    schema = ReplyShape("intents", _Intents).json_schema
+    item = schema["properties"]["intents"]["items"]
+    assert "$defs" not in schema and "$ref" not in json.dumps(schema) and "title" not in json.dumps(schema)
+    assert item["additionalProperties"] is False and item["properties"]["verdict"]["enum"] == ["yes", "no"]
+    assert schema["properties"]["intents"]["minItems"] == 1
+    assert reply_shape().json_schema["properties"]["score"] == {"maximum": 5, "minimum": 1, "type": "integer"}

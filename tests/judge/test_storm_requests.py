@@ -18,7 +18,7 @@ from monitor.app import Sidecar
 from monitor.config import MonitorConfig
 from monitor.judge.types import JudgeError, JudgeRequest
 from tests.judge.conftest import ClientFactory
-from tests.judge.fakes import GOOD, SCHEMA, ScaledClock, is_probe
+from tests.judge.fakes import GOOD, ScaledClock, is_probe, reply_shape
 from tests.judge.test_client_limits import max_in_any_window
 from tests.judge.test_rate_limits import prompt_tokens_received, rotating
 from tests.judge.test_reply_classes import NOT_A_COMPLETION
@@ -60,10 +60,10 @@ def per_evaluation(server: JudgeServer, pattern: str) -> Counter[str]:
     return counts
 
 
-def request_for(n: int, *, user_chars: int = 60) -> JudgeRequest:
+def request_for(n: int, *, user_chars: int = 60) -> JudgeRequest[Any]:
     user = f"<answer>Call {n}: " + "x" * user_chars + "</answer>"
     return JudgeRequest(metric="groundedness", system="Grade 1-5. Reply in JSON.", user=user,
-                        schema_name="groundedness", json_schema=SCHEMA, max_output_tokens=100)
+                        reply=reply_shape(), max_output_tokens=100)
 
 
 async def outcome(client: Any, request: JudgeRequest) -> str:

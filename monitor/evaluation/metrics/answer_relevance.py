@@ -6,17 +6,19 @@ what the input asks. Default defect rule: score < 0.5.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from monitor.evaluation.inputs import Input
-from monitor.evaluation.parsing import Parsed, ScoredReply, parse_scored_reply
-from monitor.evaluation.prompting import REASON_FIELD, number_field, object_schema, system_prompt
+from monitor.evaluation.prompting import system_prompt
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded
 from monitor.evaluation.single_call import SingleCallEvaluator, SingleCallMetric
+from monitor.judge.replies import Reason, ReplyModel, ReplyShape
 from monitor.model import JudgeUsage, Score
 
-__all__ = ["METRIC_ID", "SYSTEM", "AnswerRelevanceReply", "parse_reply", "register"]
+__all__ = ["METRIC_ID", "SYSTEM", "AnswerRelevanceReply", "REPLY", "register"]
 
 METRIC_ID = "answer_relevance"
 SCALE = (0.0, 1.0)
@@ -30,15 +32,14 @@ SYSTEM = system_prompt(
     "Relevance, not factual accuracy.",
     "Keys: reason (at most 30 words), score (number 0.0-1.0).",
 )
-SCHEMA = object_schema({"reason": REASON_FIELD, "score": number_field(0.0, 1.0)})
 
 
-AnswerRelevanceReply = ScoredReply
+class AnswerRelevanceReply(ReplyModel):
+    reason: Reason
+    score: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
-def parse_reply(data: Mapping[str, Any]) -> Parsed[ScoredReply]:
-    """``{"reason": str, "score": number in [0, 1]}`` and nothing else."""
-    return parse_scored_reply(data, 0.0, 1.0)
+REPLY = ReplyShape(METRIC_ID, AnswerRelevanceReply)
 
 
 def _metric(threshold: float) -> SingleCallMetric[AnswerRelevanceReply]:
@@ -47,7 +48,7 @@ def _metric(threshold: float) -> SingleCallMetric[AnswerRelevanceReply]:
         return graded(METRIC_ID, reply.score, SCALE, reply.score < threshold, reason=reply.reason, usage=usage, details=details)
 
     return SingleCallMetric(
-        METRIC_ID, SCALE, SYSTEM, SCHEMA, parse_reply, to_score,
+        METRIC_ID, SCALE, SYSTEM, REPLY, to_score,
         required=(Input.QUESTION, Input.ANSWER), optional=(Input.CONTEXT,),
     )
 

@@ -48,7 +48,7 @@ def f1_score(prediction: str, truth: str) -> float:
 class F1Evaluator:
     """``f1_score`` on a turn; skipped without ground truth."""
 
-    metric_ids = (METRIC_ID,)
+    metric_ids: tuple[str, ...] = (METRIC_ID,)
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD) -> None:
         self._threshold = threshold

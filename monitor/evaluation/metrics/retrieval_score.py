@@ -13,23 +13,18 @@ threshold (default 3, i.e. f² < 0.5, about 71% of intents answered).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Annotated, Sequence
+
+from pydantic import Field
 
 from monitor.evaluation.inputs import MAX_DOCUMENTS, Input, Missing, document_blocks, gather
 from monitor.evaluation.judging import Failure, ask
-from monitor.evaluation.parsing import Parsed, ParseFailure, check_keys, first_failure, get_bool, get_list, get_text
-from monitor.evaluation.prompting import (
-    array_field,
-    bool_field,
-    build_request,
-    int_field,
-    object_schema,
-    system_prompt,
-    text_field,
-)
+from monitor.evaluation.prompting import build_request, system_prompt
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
+from monitor.judge.replies import Reason, ReplyModel, ReplyShape, reply_model, whole_number
 from monitor.judge.types import Judge
 from monitor.model import Score, Turn
 
@@ -37,7 +32,7 @@ __all__ = [
     "METRIC_ID",
     "SYSTEM",
     "Intent",
-    "parse_reply",
+    "intents_reply",
     "answered_fraction",
     "score_from_fraction",
     "RetrievalScoreEvaluator",
@@ -58,57 +53,27 @@ SYSTEM = system_prompt(
 )
 
 
-def reply_schema(documents: int) -> dict[str, Any]:
-    """Reply schema for ``documents`` numbered documents."""
-    item = object_schema(
-        {
-            "intent": text_field(),
-            "answered": bool_field(),
-            "docs": array_field(int_field(1, documents), 0, documents),
-        }
-    )
-    return object_schema({"intents": array_field(item, 1, MAX_INTENTS)})
-
-
 @dataclass(frozen=True, slots=True)
 class Intent:
+    """One intent of the question, whether the documents answer it, and which ones."""
+
     intent: str
     answered: bool
     docs: tuple[int, ...]
 
 
-def _parse_docs(item: Mapping[str, Any], documents: int) -> Parsed[tuple[int, ...]]:
-    docs = get_list(item, "docs", 0, documents)
-    if isinstance(docs, ParseFailure):
-        return docs
-    for n in docs:
-        if isinstance(n, bool) or not isinstance(n, int):
-            return ParseFailure("parse_error", f"docs: expected integers, got {type(n).__name__}")
-        if not 1 <= n <= documents:
-            return ParseFailure("out_of_range", f"docs: document {n} is outside 1..{documents}")
-    return tuple(docs)
-
-
-def _parse_intent(item: Any, documents: int) -> Parsed[Intent]:
-    bad = check_keys(item, ("intent", "answered", "docs"))
-    if bad:
-        return bad
-    intent, answered, docs = get_text(item, "intent"), get_bool(item, "answered"), _parse_docs(item, documents)
-    failure = first_failure(intent, answered, docs)
-    return failure if failure else Intent(intent, answered, docs)  # type: ignore[arg-type]
-
-
-def parse_reply(data: Mapping[str, Any], documents: int) -> Parsed[tuple[Intent, ...]]:
-    """``{"intents": [{"intent": str, "answered": bool, "docs": [1..documents]}, ...]}``."""
-    bad = check_keys(data, ("intents",))
-    if bad:
-        return bad
-    items = get_list(data, "intents", 1, MAX_INTENTS)
-    if isinstance(items, ParseFailure):
-        return items
-    intents = [_parse_intent(item, documents) for item in items]
-    failure = first_failure(*intents)
-    return failure if failure else tuple(intents)  # type: ignore[arg-type]
+@functools.cache
+def intents_reply(documents: int) -> ReplyShape[ReplyModel]:
+    """The reply declaration for ``documents`` numbered documents: 1 to 8 intents, each citing
+    documents 1..``documents``."""
+    doc = Annotated[int, Field(ge=1, le=documents), whole_number]  # constraints first: see replies
+    item = reply_model(f"Intent{documents}", (
+        ("intent", Reason, None), ("answered", bool, None),
+        ("docs", list[doc], Field(max_length=documents)),
+    ))
+    return ReplyShape(METRIC_ID, reply_model(f"Intents{documents}", (
+        ("intents", list[item], Field(min_length=1, max_length=MAX_INTENTS)),  # type: ignore[valid-type]
+    )))
 
 
 def answered_fraction(intents: Sequence[Intent]) -> float:
@@ -124,7 +89,7 @@ def score_from_fraction(fraction: float) -> float:
 class RetrievalScoreEvaluator:
     """The intents procedure; skipped without a question or without document text."""
 
-    metric_ids = (METRIC_ID,)
+    metric_ids: tuple[str, ...] = (METRIC_ID,)
 
     def __init__(self, judge: Judge, threshold: float, max_context_chars: int) -> None:
         self._judge = judge
@@ -140,20 +105,20 @@ class RetrievalScoreEvaluator:
                 return [skipped(METRIC_ID, SCALE, missing.reason)]
         assert not isinstance(question, Missing) and not isinstance(docs, Missing)
         blocks, details = docs
-        request = build_request(
-            METRIC_ID, SYSTEM, (*question.blocks, *blocks), reply_schema(len(blocks)), max_output_tokens=400
-        )
-        verdict = await ask(self._judge, request, lambda data: parse_reply(data, len(blocks)))
-        if isinstance(verdict, Failure):
-            return [verdict.score(METRIC_ID, SCALE, details)]
-        fraction = answered_fraction(verdict.value)
+        request = build_request(METRIC_ID, SYSTEM, (*question.blocks, *blocks), intents_reply(len(blocks)),
+                                max_output_tokens=400)
+        reply = await ask(self._judge, request)
+        if isinstance(reply, Failure):
+            return [reply.score(METRIC_ID, SCALE, details)]
+        intents = [Intent(i.intent, i.answered, tuple(i.docs)) for i in getattr(reply.value, "intents")]
+        fraction = answered_fraction(intents)
         value = score_from_fraction(fraction)
         details.update(
             fraction=fraction,
             fraction_squared=fraction * fraction,
-            intents=[{"intent": i.intent, "answered": i.answered, "docs": list(i.docs)} for i in verdict.value],
+            intents=[{"intent": i.intent, "answered": i.answered, "docs": list(i.docs)} for i in intents],
         )
-        return [graded(METRIC_ID, value, SCALE, value < self._threshold, usage=verdict.usage, details=details)]
+        return [graded(METRIC_ID, value, SCALE, value < self._threshold, usage=reply.usage, details=details)]
 
 
 def register(registry: MetricRegistry) -> None:
