@@ -15,7 +15,8 @@ on 127.0.0.1, with the real ``JudgeClient`` (real ``openai`` client, aiohttp tra
 2. **storm** — ``monitor.offline.evaluate.evaluate_rows`` over 40 rows (groundedness, one call per row) while
    the judge answers 429 + ``Retry-After: 1`` for 10 s from the first request, then valid replies
    after 200 ms. Default judge settings except ``max_concurrency``. Reported: rows scored, HTTP
-   requests per evaluation (mean and max), wall time.
+   requests per evaluation (mean and max, from the server's log), the client's storm probes
+   (requests owned by no evaluation), all requests per evaluation, wall time.
 3. **redaction** — microseconds per turn for ``Redactor.redact_turn`` on three turns: prose with
    no personal data (four 1.5 kB documents), the same with a phone number in every paragraph, and
    a short turn full of personal data.
@@ -167,12 +168,17 @@ async def bench_storm(concurrency: int, n: int = 40, seconds: float = 10.0) -> d
         outcomes = await evaluate_all(client, n, concurrency)
         elapsed = time.monotonic() - started
         await client.shutdown(asyncio.get_running_loop().time() + 1)
+    # The storm probe (one short user message, no system prompt) belongs to no evaluation.
+    probes = [r for r in server.requests if len(r.body["messages"]) == 1]
+    evaluations = [r for r in server.requests if len(r.body["messages"]) > 1]
     per_row = Counter(int(re.search(r"Question (\d+):", r.body["messages"][1]["content"]).group(1))  # type: ignore[union-attr]
-                      for r in server.requests)
+                      for r in evaluations)
     scored = sum(1 for o in outcomes for scores in o.turn_scores for s in scores if s.status == "ok")
     return {"concurrency": concurrency, "rows": n, "scored": scored, "requests": len(server.requests),
-            "requests_per_evaluation": round(len(server.requests) / n, 2), "max_requests_one_evaluation":
-            max(per_row.values()), "elapsed_s": round(elapsed, 1), "outcomes": dict(telemetry.effective_outcomes())}
+            "probes": len(probes), "requests_per_evaluation": round(len(evaluations) / n, 2),
+            "all_requests_per_evaluation": round(len(server.requests) / n, 2),
+            "max_requests_one_evaluation": max(per_row.values()), "elapsed_s": round(elapsed, 1),
+            "outcomes": dict(telemetry.outcomes)}
 
 
 def bench_redaction() -> dict[str, Any]:

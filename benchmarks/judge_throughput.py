@@ -300,9 +300,8 @@ def our_tokens(base_url: str, rows: list[dict[str, Any]]) -> dict[str, tuple[flo
         result[metric] = _usage_per_row(outcomes, len(rows)).get(metric, (0.0, 0.0))
     outcomes, _ = asyncio.run(_evaluate(base_url, rows, COMBINED, 4, combine=True))
     result["combined_rubrics (8 metrics)"] = _usage_per_row(outcomes, len(rows))[COMBINED[0]]
-    chunk = ["retrieval_precision", "augmentation_accuracy", "augmentation_precision"]
-    outcomes, _ = asyncio.run(_evaluate(base_url, rows, chunk, 4))
-    result["tonic_chunks (3 metrics)"] = _usage_per_row(outcomes, len(rows))[chunk[0]]
+    outcomes, _ = asyncio.run(_evaluate(base_url, rows, TONIC_SET, 4))
+    result[TONIC_CALL] = _usage_per_row(outcomes, len(rows))[TONIC_SET[0]]  # the call's usage is on its first metric
     return result
 
 
@@ -357,6 +356,31 @@ def opik_tokens(row: dict[str, Any]) -> float | None:
     return len(filled) / 4
 
 
+TONIC_CALL = "tonic set (6 metrics, one call)"
+
+
+def _peer_prompt(peers: dict[str, Any], key: str) -> float | None:
+    value = peers.get(key, {}).get("prompt_tokens_per_row")
+    return float(value) if value else None
+
+
+def _print_tonic_set(ours: dict[str, tuple[float, float]], peers: dict[str, Any]) -> None:
+    """The Tonic set judged together: each metric's even share of the call against what
+    tonic-validate spends on that metric, and the totals."""
+    if TONIC_CALL not in ours:
+        return
+    share = ours[TONIC_CALL][0] / len(TONIC_SET)
+    print(f"\nTonic set in one call: {ours[TONIC_CALL][0]:.0f} prompt tokens per row = {share:.0f} per metric")
+    print(f"{'metric':32} {'ours (share)':>12} {'tonic':>7} {'ours/tonic':>10}")
+    total = 0.0
+    for metric in TONIC_SET:
+        peer = _peer_prompt(peers, f"tonic:{metric}")
+        total += peer or 0.0
+        print(f"{metric:32} {share:12.0f} {peer or 0:7.0f} {(share / peer if peer else 0):10.2f}")
+    if total:
+        print(f"{'all six':32} {ours[TONIC_CALL][0]:12.0f} {total:7.0f} {ours[TONIC_CALL][0] / total:10.2f}")
+
+
 def _print_tokens(ours: dict[str, tuple[float, float]], peers: dict[str, Any], opik: float | None) -> None:
     print("\nprompt tokens per row per metric (chars/4; completion = scripted replies)")
     print(f"{'metric':32} {'ours':>7} {'compl':>6} {'peer':>7} {'peer/ours':>9} {'reference':>9} {'ours/ref':>8}")
@@ -365,13 +389,14 @@ def _print_tokens(ours: dict[str, tuple[float, float]], peers: dict[str, Any], o
         peer = peers.get(peer_key or "", {}).get("prompt_tokens_per_row") if peer_key else None
         if metric == "answer_relevance":
             peer = opik
-        per_metric = prompt / 8 if metric.startswith("combined") else prompt
+        per_metric = prompt / 8 if metric.startswith("combined") else prompt / 6 if metric == TONIC_CALL else prompt
         ref = (REFERENCE["azure_retrieval"] if metric == "retrieval_score" else REFERENCE["opik"]
                if metric == "answer_relevance" else REFERENCE["tonic"] if metric in TONIC_SET or "tonic" in metric
                else REFERENCE["azure"])
         ratio = f"{peer / prompt:9.1f}" if peer else f"{'-':>9}"
         print(f"{metric:32} {prompt:7.0f} {completion:6.0f} {peer or 0:7.0f} {ratio} {ref:9d} {per_metric / ref:8.2f}")
-    print("combined_rubrics: ours/ref is per metric (the call / 8); tonic_chunks: per call")
+    print("combined_rubrics / tonic set: ours/ref is per metric (the call / 8, / 6)")
+    _print_tonic_set(ours, peers)
 
 
 def main(argv: list[str] | None = None) -> None:
