@@ -281,9 +281,11 @@ def judge() -> list[Builder[model.Panel]]:
         series("Judge tokens/s by type", "Prompt and completion tokens spent on the judge (cost driver).",
                "short", [query(rate("rag_monitor_judge_tokens_total", f'metric=~"$metric", {INST}', "type"),
                                "{{type}}")], stacked=True),
-        series("Judge tokens/s by metric", "Which metrics spend the judge budget.", "short",
-               [query(rate("rag_monitor_judge_tokens_total", f'metric=~"$metric", {INST}', "metric"),
-                      "{{metric}}")], stacked=True),
+        series("Judge tokens/s by metric", "Which metrics spend the judge budget, and in which kind of call "
+               "(single; combined_rubrics and tonic are shared calls, their tokens split evenly across the "
+               "metrics they answer for).", "short",
+               [query(rate("rag_monitor_judge_tokens_total", f'metric=~"$metric", {INST}', "metric, call"),
+                      "{{metric}} ({{call}})")], stacked=True),
         series("Judge circuit breaker", "Per replica: 0 closed (normal), 0.5 half-open (probing), 1 open "
                "(judge calls refused).", "none", [query(f"max by (instance) (rag_monitor_judge_circuit_open{{{INST}}})",
                                                         "{{instance}}")], max_value=1)
