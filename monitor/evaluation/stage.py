@@ -139,9 +139,10 @@ class EvaluationStage:
     async def _warm_up(self) -> None:
         """Read the local models now, not on the first turn: the detector's weights in a thread
         (it runs on the loop afterwards), then the in-process local metrics on a tiny turn (they
-        load their own models off the loop)."""
+        load their own models off the loop). The pool's workers warm up by themselves: start()
+        does not wait for them."""
         await asyncio.get_running_loop().run_in_executor(None, self._mark_jailbreak, _WARM_UP_TURN)
-        local = [e for e in self._evaluators if _is_local_cpu_work(e)]
+        local = [e for e in self._evaluators if _is_local_cpu_work(e) and not isinstance(e, PooledEvaluator)]
         if local:
             await evaluate_turn(_WARM_UP_TURN, local, InternalErrors())
 
