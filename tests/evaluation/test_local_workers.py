@@ -12,6 +12,7 @@ import pytest
 
 from monitor.evaluation.config import LOCAL_TIER_METRICS, EvaluationConfig
 from monitor.evaluation.local.worker_pool import (
+    EXCHANGE_FAILED,
     LOCAL_WORKER_RESTARTS,
     OVERLOADED,
     STOPPED,
@@ -172,3 +173,19 @@ def test_evaluators_that_cannot_cross_a_process_boundary_are_refused_at_construc
 
     with pytest.raises(Exception):
         LocalWorkerPool([Local()], workers=1, queue_size=1, telemetry=CountingTelemetry())
+
+
+async def test_a_turn_that_cannot_be_pickled_gets_error_scores_and_the_worker_goes_on() -> None:
+    from types import MappingProxyType
+
+    telemetry = CountingTelemetry()
+    pool = LocalWorkerPool([EchoLength()], workers=1, queue_size=4, telemetry=telemetry)
+    await pool.start()
+    try:
+        odd = await pool.evaluate(rag_turn(labels=MappingProxyType({"route": "x"})))
+        after = await pool.evaluate(rag_turn(question="fine"))
+    finally:
+        await _stopped(pool)
+    assert {(s.status, s.error_type) for s in odd} == {("error", EXCHANGE_FAILED)}
+    assert [s.status for s in after] == ["ok", "ok"]
+    assert telemetry.value(LOCAL_WORKER_RESTARTS) == 0

@@ -41,7 +41,7 @@ from monitor.interfaces import Evaluator
 from monitor.model import Score, Turn
 from monitor.telemetry import QUEUE_DROPPED, Telemetry, counter
 
-__all__ = ["QUEUE", "OVERLOADED", "WORKER_LOST", "STOPPED", "LOCAL_WORKER_RESTARTS", "LocalWorkerPool",
+__all__ = ["QUEUE", "OVERLOADED", "WORKER_LOST", "STOPPED", "EXCHANGE_FAILED", "LOCAL_WORKER_RESTARTS", "LocalWorkerPool",
            "PooledEvaluator", "split_offloadable"]
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ QUEUE = "local_workers"
 OVERLOADED = "local_workers_overloaded"
 WORKER_LOST = "local_worker_lost"
 STOPPED = "local_workers_stopped"
+EXCHANGE_FAILED = "local_worker_exchange_failed"
 _SCALE = (0.0, 1.0)  # an error carries no value; every local metric is on 0-1
 _RELAUNCH_BACKOFF_SECONDS = 1.0
 _SEND_SLICE_BYTES = 256 * 1024
@@ -254,6 +255,9 @@ class LocalWorkerPool:
                 worker.kill()
                 await worker.process.wait()
                 self._workers.pop(index, None)
+            except Exception as exc:  # noqa: BLE001 - a turn or reply that cannot cross the pipe; the worker is fine
+                log.warning("local worker %d: a turn could not be exchanged: %r", index, exc)
+                return _errors(self.metric_ids, EXCHANGE_FAILED, f"{type(exc).__name__}: {exc}")
         return _errors(self.metric_ids, WORKER_LOST, "the local worker process died twice on this turn")
 
     async def _ensure_worker(self, index: int) -> _Worker | None:
