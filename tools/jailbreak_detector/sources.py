@@ -21,13 +21,14 @@ Loader = Callable[[Wheels], Iterator[Example]]
 
 SOURCES: dict[str, Loader] = {
     # attacks
-    "easyjailbreak": attacks.easyjailbreak,
     "llamator": attacks.llamator,
     "prompt-security-fuzzer": attacks.prompt_security_fuzzer,
     "spikee": attacks.spikee,
     "inspect-evals/ipi-issues": attacks.inspect_ipi,
     "attack-code": attacks.attack_modules,
     "agentdojo/injections": attacks.agentdojo_injections,
+    "nullsec-promptinject": attacks.nullsec_payloads,
+    "agent-injection-bench/attacks": attacks.agent_injection_bench,
     "rag-monitor/written-attacks": benign.written_attacks,
     "bastioncorpus/malicious": attacks.bastion,
     "hermes-jailbench/attacks": attacks.hermes,
@@ -35,11 +36,9 @@ SOURCES: dict[str, Loader] = {
     "langkit/themes": attacks.langkit_themes,
     # benign
     "chatterbot-corpus": benign.chatterbot,
-    "inspect-evals/writingbench": benign.writingbench,
-    "inspect-evals/security-questions": benign.security_questions,
-    "inspect-evals/web-tasks": benign.web_tasks,
-    "inspect-evals/assistant-queries": benign.assistant_queries,
-    "inspect-evals/bug-reports": benign.bug_reports,
+    "edgy-requests": benign.edgy_requests,
+    "agent-injection-bench/tasks": benign.agent_tasks,
+    "python-stdlib/docstrings": benign.stdlib_docstrings,
     "inspect-evals/coding-tasks": benign.coding_tasks,
     "spikee/investment": lambda w: benign.spikee_investment(w, False),
     "rag-monitor/hard-negatives": benign.hard_negatives,
@@ -48,6 +47,9 @@ SOURCES: dict[str, Loader] = {
     "inspect-evals/freshqa": benign.freshqa,
     "inspect-evals/agent-threat-inputs": benign.agent_threat_inputs,
 }
+# Dropped from training (DATA.md says why): easyjailbreak (GPL-3.0) and the inspect-evals copies
+# of WritingBench, PersistBench, CyberSecEval 4, SWE-Lancer and Mind2Web-SC, whose upstream
+# data licences are not stated in the wheel or are not permissive.
 
 # Held out by source: diverse attack collections (personas, overrides, extraction, encodings,
 # several languages) and benign sets with trigger words (bastion's benign rows), topical

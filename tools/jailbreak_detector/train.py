@@ -8,9 +8,11 @@ Steps: read every source (``sources.py``) from pinned PyPI wheels; keep the held
 aside; add disguised copies of the training texts (``augment.py``); extract the same features
 the package computes at run time (``monitor.evaluation.local.jailbreak.features``); fit an L2
 logistic regression; calibrate its margin with Platt scaling on out-of-fold margins (5
-stratified folds); pick the default flag threshold on those out-of-fold scores of the benign
-training texts (training data only, never the held-out sources); report on the held-out sources; write
-``monitor/evaluation/local/jailbreak/weights.npz``. Deterministic for a given set of wheels.
+stratified folds grouped by source and family, like the held-out split, each disguised copy with
+its original, so no text is scored by a model that saw its family or a near-copy of it); pick the default flag threshold on those out-of-fold scores
+(the validation data: training sources only, never the held-out sources); report on the held-out
+sources once; write ``monitor/evaluation/local/jailbreak/weights.npz``. Deterministic for a given
+set of wheels and Python version (one benign source is the standard library's docstrings).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import StratifiedGroupKFold
 
 from monitor.evaluation.local.jailbreak.features import HASH_BITS, STRUCTURAL, extract
 from monitor.evaluation.local.jailbreak.model import FORMAT_VERSION, WEIGHTS_FILE
@@ -40,10 +42,15 @@ ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS_PATH = ROOT / "monitor" / "evaluation" / "local" / "jailbreak" / WEIGHTS_FILE
 DEFAULT_CACHE = ROOT / ".cache" / "jailbreak-detector-wheels"
 SEED = 20240611
-C = 8.0
+# Chosen on the source-grouped validation (recall at 2 % hard-negative FPR: C=8 0.662,
+# C=32 0.672, C=128 0.676).
+C = 128.0
 # Default flag threshold: the lowest probability whose out-of-fold false-positive rate stays
-# under these on the training benign texts (all / hard negatives).
-TARGET_FPR, TARGET_HARD_FPR = 0.005, 0.015
+# under these on the training benign texts (all / hard negatives). The issue's bar is 3 % on
+# hard negatives; 2 % leaves room for the gap between training and unseen sources.
+TARGET_FPR, TARGET_HARD_FPR = 0.01, 0.02
+GROUP_CHUNK = 150
+VALIDATION_CURVE = (0.5, 0.61, 0.7, 0.8, 0.9)
 
 
 def featurize(texts: Sequence[str]) -> tuple[sparse.csr_matrix, np.ndarray]:
@@ -77,10 +84,10 @@ def source_weights(examples: Sequence[Example]) -> np.ndarray:
 class Fitted:
     """A fitted model in the shipped layout (sparse weights, scaled structural weights, bias)."""
 
-    def __init__(self, x: sparse.csr_matrix, d: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
+    def __init__(self, x: sparse.csr_matrix, d: np.ndarray, y: np.ndarray, w: np.ndarray, c: float = C) -> None:
         self.mean = d.mean(axis=0)
         self.scale = np.where(d.std(axis=0) > 1e-9, d.std(axis=0), 1.0)
-        model = LogisticRegression(C=C, solver="liblinear", max_iter=2000, random_state=SEED)
+        model = LogisticRegression(C=c, solver="liblinear", max_iter=2000, random_state=SEED)
         model.fit(sparse.hstack([x, sparse.csr_matrix((d - self.mean) / self.scale)]).tocsr(), y, sample_weight=w)
         coef = model.coef_[0]
         self.buckets = coef[: x.shape[1]].astype(np.float16).astype(np.float32)
@@ -91,11 +98,31 @@ class Fitted:
         return self.bias + x @ self.buckets.astype(np.float64) + ((d - self.mean) / self.scale) @ self.structural
 
 
-def out_of_fold(x: sparse.csr_matrix, d: np.ndarray, y: np.ndarray, w: np.ndarray, folds: int = 5) -> np.ndarray:
-    """Margins of each training text from a model fitted without it (stratified folds)."""
+def fold_groups(examples: Sequence[Example], chunk: int = GROUP_CHUNK) -> np.ndarray:
+    """Validation groups like the held-out split's: by source and family (runs of ``chunk`` texts
+    of one large family), so a fold's texts come from families its model did not see. A
+    disguised copy goes with the text it was made from."""
+    ids: dict[tuple[str, str, int], int] = {}
+    seen: Counter[tuple[str, str]] = Counter()
+    groups = np.zeros(len(examples), dtype=np.int64)
+    for i, e in enumerate(examples):
+        if e.origin >= 0:
+            groups[i] = groups[e.origin]  # originals come first in augment()'s output
+            continue
+        family = (e.source, e.family)
+        key = (e.source, e.family, seen[family] // chunk)
+        seen[family] += 1
+        groups[i] = ids.setdefault(key, len(ids))
+    return groups
+
+
+def out_of_fold(x: sparse.csr_matrix, d: np.ndarray, y: np.ndarray, w: np.ndarray, groups: np.ndarray,
+                c: float = C, folds: int = 5) -> np.ndarray:
+    """Margins of each training text from a model fitted without its group (stratified group folds)."""
     margins = np.zeros(len(y))
-    for train_idx, test_idx in StratifiedKFold(n_splits=folds, shuffle=True, random_state=SEED).split(x, y):
-        fitted = Fitted(x[train_idx], d[train_idx], y[train_idx], w[train_idx])
+    splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=SEED)
+    for train_idx, test_idx in splitter.split(x, y, groups):
+        fitted = Fitted(x[train_idx], d[train_idx], y[train_idx], w[train_idx], c)
         margins[test_idx] = fitted.margins(x[test_idx], d[test_idx])
     return margins
 
@@ -132,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--counts", action="store_true", help="print per-source counts and stop")
     parser.add_argument("--out", type=Path, default=WEIGHTS_PATH)
     parser.add_argument("--report", type=Path, default=None, help="write the held-out report as JSON here")
+    parser.add_argument("--C", type=float, default=C, dest="c", help="inverse L2 strength of the logistic regression")
     args = parser.parse_args(argv)
     if args.fetch:
         fetch_wheels(args.cache)
@@ -146,13 +174,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     x, d = featurize([e.text for e in train])
     y = np.array([e.label for e in train])
     w = source_weights(train)
-    oof = out_of_fold(x, d, y, w)
+    oof = out_of_fold(x, d, y, w, fold_groups(train), args.c)
     calibration = platt(oof, y)
     threshold = choose_threshold(train, probabilities(oof, calibration))
-    print("\n".join(["out-of-fold (training sources):"] + report(train, probabilities(oof, calibration), threshold).lines()))
-    fitted = Fitted(x, d, y, w)
+    validation = probabilities(oof, calibration).tolist()
+    print("\n".join(["out-of-fold (training sources):"] + report(train, validation, threshold).lines()))
+    for other in VALIDATION_CURVE:  # what a different flag threshold would cost, on validation only
+        print("  at " + report(train, validation, other).lines()[0])
+    fitted = Fitted(x, d, y, w, args.c)
     hx, hd = featurize([e.text for e in split.held_out])
-    held = report(split.held_out, probabilities(fitted.margins(hx, hd), calibration), threshold)
+    held = report(split.held_out, probabilities(fitted.margins(hx, hd), calibration).tolist(), threshold)
     print("\n".join(["held-out sources:"] + held.lines()))
     counts = Counter(("attack" if e.label else "benign") for e in split.train)
     trained_on = (f"{dt.date.today().isoformat()}: {counts['attack']} attack and {counts['benign']} benign texts from "

