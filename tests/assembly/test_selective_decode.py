@@ -8,6 +8,7 @@ every attribute or only the selected ones: a key a convention reads but does not
 from __future__ import annotations
 
 import gzip
+import random
 from pathlib import Path
 
 import pytest
@@ -63,8 +64,6 @@ def test_captures_assemble_alike_from_the_selected_attributes(case):
 
 
 def test_unread_attributes_are_not_decoded_and_mapped_ones_are():
-    import random
-
     mapping = AttributeMapping(question=["app.question"], labels={"route": "http.route"})
     selection = span_attributes_read(mapping)
     rng = random.Random(3)
@@ -89,3 +88,32 @@ def test_prefixed_keys_are_kept_and_the_json_form_selects_alike():
     (record,) = decode_traces(body, "application/json", None, 1 << 20, selection).records
     assert dict(record.attributes) == {"a": 1, "llm.input_messages.0.message.role": "user"}
     assert dict(record.resource) == {"service.name": "s"}  # resource attributes are kept whole
+
+
+def test_the_text_cap_and_the_nesting_limit_hold_for_selected_values():
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    from monitor.errors import DecodeError
+    from monitor.receivers.decode import MAX_VALUE_DEPTH
+
+    selection = AttributeSelection(frozenset({"gen_ai.input.messages", "deep"}))
+    rng = random.Random(4)
+    spans = rag_trace_spans(rng, rng.randbytes(16), 5, 1_000)
+    spans[0].attributes.append(_kv("gen_ai.input.messages", "x" * 5_000))
+    spans[0].attributes.append(_kv("app.unread", "y" * 5_000))
+    decoded = decode_traces(request(spans).SerializeToString(), PROTOBUF, None, 1_000, selection)
+    kept = [r.attributes["gen_ai.input.messages"] for r in decoded.records if "gen_ai.input.messages" in r.attributes]
+    assert kept and all(len(v) <= 1_000 for v in kept)
+    # The selected over-cap texts are cut and counted; the unread one is neither kept nor counted.
+    assert decoded.truncated == sum(1 for s in spans for kv in s.attributes
+                                    if kv.key == "gen_ai.input.messages" and len(kv.value.string_value) > 1_000)
+    assert not any("app.unread" in r.attributes for r in decoded.records)
+
+    value = AnyValue(string_value="leaf")
+    for _ in range(MAX_VALUE_DEPTH + 5):
+        outer = AnyValue()
+        outer.array_value.values.append(value)
+        value = outer
+    spans[1].attributes.append(KeyValue(key="deep", value=value))
+    with pytest.raises(DecodeError, match="nested deeper"):
+        decode_traces(request(spans).SerializeToString(), PROTOBUF, None, 1_000, selection)
