@@ -109,10 +109,8 @@ def _python(name: str) -> Path:
 
 
 def _require_line(name: str) -> None:
-    if name not in readme_install_lines():
-        # The lines are proposed in issue 15's README text; until the README shows them there is
-        # nothing to run word for word.
-        pytest.skip(f"the README has no `<!-- install:{name} -->` line yet")
+    # Every stack the README's table names has its install line in the README, tested here.
+    assert name in readme_install_lines(), f"the README lost its `<!-- install:{name} -->` line"
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
