@@ -254,7 +254,7 @@ def eval_(data: Path, config_path: str | None, metrics: str | None, judge_base_u
 @click.option("--judge-model", default=None, help="Judge model name.")
 @click.option("--judge-api-key-env", default=None, metavar="VAR", help="Environment variable holding the API key.")
 @click.option("--concurrency", type=click.IntRange(1, 1024), default=None,
-              help="Turns scored at once (default: judge.max_concurrency).")
+              help="Turns scored at once (default: as for eval: judge.max_concurrency when the config sets it, else 64).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the full report as JSON here.")
 @click.option("--fail-over", multiple=True, metavar="[METRIC=]RATE",

@@ -50,3 +50,15 @@ async def test_f1_evaluator() -> None:
     long = "word " * 2000
     (score,) = await F1Evaluator().evaluate(rag_turn(answer=long, ground_truth=long))  # executor path
     assert score.value == 1.0
+
+
+async def test_f1_reads_a_bounded_view_of_each_side() -> None:
+    # A megabyte on each side costs what 32 Ki characters cost: the ends are compared, the
+    # middle (which here alone differs) is not read.
+    head, tail = "alpha beta gamma " * 1000, " delta epsilon" * 1200
+    answer = head + "middle " * 150_000 + tail
+    truth = head + "other " * 150_000 + tail
+    (score,) = await F1Evaluator().evaluate(rag_turn(answer=answer, ground_truth=truth))
+    assert score.value == 1.0
+    (short,) = await F1Evaluator().evaluate(rag_turn(answer="alpha beta", ground_truth="alpha gamma"))
+    assert short.value == 0.5  # short texts are read whole

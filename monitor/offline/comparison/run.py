@@ -35,7 +35,7 @@ from monitor.evaluation.config import EvaluationConfig
 from monitor.evaluation.registry import MetricConfigError, build_evaluators, default_registry
 from monitor.judge.client import JudgeClient
 from monitor.judge.config import JudgeConfig
-from monitor.offline.evaluate import judge_config
+from monitor.offline.evaluate import eval_concurrency, judge_config
 from monitor.redaction import RedactionConfig, Redactor
 
 __all__ = ["CONTENT_RISK_METRICS", "CompareRequest", "EXIT_FAIL_OVER", "run", "risk_evaluation"]
@@ -119,7 +119,9 @@ def compare_files(config: MonitorConfig, request: CompareRequest,
         limits = parse_fail_over(request.fail_over, categories)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    judge_cfg = judge_config(config.judge, request, environ)
+    # The same in-flight rule as `rag-monitor eval` (a batch job, not the sidecar's share of the judge).
+    concurrency = eval_concurrency(config.judge, request.concurrency)
+    judge_cfg = judge_config(config.judge, replace(request, concurrency=concurrency), environ)
     options = evaluation.resolve_options(default_registry())
     needs_judge = [m for m, o in options.items() if o.backend == "judge"]
     if needs_judge and not judge_cfg.enabled:
@@ -127,7 +129,6 @@ def compare_files(config: MonitorConfig, request: CompareRequest,
                           "need it (or backend: azure_content_safety)")
     datasets = [redacted(read_dataset(request.baseline), config.redaction),
                 redacted(read_dataset(request.attacked), config.redaction)]
-    concurrency = request.concurrency or judge_cfg.max_concurrency
     try:
         baseline, attacked = asyncio.run(_score(datasets, evaluation, judge_cfg, concurrency, categories))
     except MetricConfigError as exc:
