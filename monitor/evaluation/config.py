@@ -151,7 +151,9 @@ class EvaluationConfig(_Section):
             backend=backend,
             threshold=threshold if threshold is not None else spec.default_threshold,
             severity_level=(
-                (entry.severity_level if entry.severity_level is not None else int(self.safety_defect_level))
+                # The validator already turned a level name into its number; parse again for the type.
+                parse_severity_level(entry.severity_level if entry.severity_level is not None
+                                     else self.safety_defect_level)
                 if spec.uses_severity_level
                 else None
             ),
