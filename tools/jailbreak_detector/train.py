@@ -46,9 +46,9 @@ SEED = 20240611
 # C=32 0.672, C=128 0.676).
 C = 128.0
 # Default flag threshold: the lowest probability whose out-of-fold false-positive rate stays
-# under these on the training benign texts (all / hard negatives). The bar is 3 % on
-# hard negatives; 2 % leaves room for the gap between training and unseen sources.
-TARGET_FPR, TARGET_HARD_FPR = 0.01, 0.02
+# under these on the training benign texts (all / hard negatives): the bar of 3 % on
+# hard negatives, on validation. (2 % cost 7 points of validation recall: 0.70 against 0.78.)
+TARGET_FPR, TARGET_HARD_FPR = 0.01, 0.03
 GROUP_CHUNK = 150
 VALIDATION_CURVE = (0.5, 0.61, 0.7, 0.8, 0.9)
 
