@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from exporters.labels import LabelledResult, LabelPolicy
 from exporters.spec import EVALUATION, JUDGE, SAMPLING, Instrument
 from monitor.model import EvaluationResult, ScoreStatus
+from monitor.telemetry import NullTelemetry, Telemetry
 
 __all__ = ["PrometheusResults", "PrometheusJudgeTelemetry", "PrometheusSamplingTelemetry", "OUTCOMES"]
 
@@ -87,9 +88,11 @@ class PrometheusResults:
 
 
 class PrometheusJudgeTelemetry:
-    """``monitor.judge.telemetry.JudgeTelemetry`` on Prometheus instruments."""
+    """``monitor.judge.telemetry.JudgeTelemetry`` on Prometheus instruments; ``add`` goes to the
+    registry's self-telemetry counters (``counters``)."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, counters: Telemetry | None = None) -> None:
+        self._counters = counters or NullTelemetry()
         m = _instruments(JUDGE, registry)
         self._calls: Counter = m["rag_monitor_judge_requests_total"]  # type: ignore[assignment]
         self._rejected: Counter = m["rag_monitor_judge_replies_rejected_total"]  # type: ignore[assignment]
@@ -99,6 +102,9 @@ class PrometheusJudgeTelemetry:
         self._circuit: Gauge = m["rag_monitor_judge_circuit_open"]  # type: ignore[assignment]
         self._shed: Counter = m["rag_monitor_judge_budget_shed_total"]  # type: ignore[assignment]
         self._waited: Counter = m["rag_monitor_judge_budget_wait_seconds_total"]  # type: ignore[assignment]
+
+    def add(self, counter: Instrument, amount: float = 1, /, **labels: str) -> None:
+        self._counters.add(counter, amount, **labels)
 
     def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
         self._calls.labels(outcome).inc()
@@ -126,13 +132,18 @@ class PrometheusJudgeTelemetry:
 
 
 class PrometheusSamplingTelemetry:
-    """``samplers.telemetry.SamplingTelemetry`` on Prometheus instruments."""
+    """``samplers.telemetry.SamplingTelemetry`` on Prometheus instruments; ``add`` goes to the
+    registry's self-telemetry counters (``counters``)."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, counters: Telemetry | None = None) -> None:
+        self._counters = counters or NullTelemetry()
         m = _instruments(SAMPLING, registry)
         self._decisions: Counter = m["rag_monitor_sampling_decisions_total"]  # type: ignore[assignment]
         self._probability: Gauge = m["rag_monitor_sampling_probability"]  # type: ignore[assignment]
         self._evicted: Counter = m["rag_monitor_sampling_cache_evicted_total"]  # type: ignore[assignment]
+
+    def add(self, counter: Instrument, amount: float = 1, /, **labels: str) -> None:
+        self._counters.add(counter, amount, **labels)
 
     def decision(self, policy: str, outcome: str) -> None:
         self._decisions.labels(policy, outcome).inc()

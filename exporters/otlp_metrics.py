@@ -430,6 +430,9 @@ class OtlpMetrics:
         if (i := self._i) is not None:
             i.judge_attempts.add(1, {"outcome": outcome})
 
+    def add(self, counter: Instrument, amount: float = 1, /, **labels: str) -> None:
+        """Declared self-telemetry counters reach OTLP through the registry bridge, not here."""
+
     def tokens(self, metric: str, kind: str, count: int, call: str = "single") -> None:
         if (i := self._i) is not None:
             i.judge_tokens.add(count, {"type": kind, "metric": metric, "call": call})

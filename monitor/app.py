@@ -124,8 +124,8 @@ class Sidecar:
         self.config = config
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.telemetry = PrometheusTelemetry(self.registry)
-        self.judge_telemetry = PrometheusJudgeTelemetry(self.registry)
-        self.sampling_telemetry = PrometheusSamplingTelemetry(self.registry)
+        self.judge_telemetry = PrometheusJudgeTelemetry(self.registry, self.telemetry)
+        self.sampling_telemetry = PrometheusSamplingTelemetry(self.registry, self.telemetry)
         exp = config.exporters
         self.labels = LabelPolicy(exp.labels, exp.max_label_values, self.telemetry)
         self.results = PrometheusResults(self.registry, self.labels)

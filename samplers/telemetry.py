@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from monitor.telemetry import NullTelemetry, Telemetry
+
 __all__ = ["SamplingTelemetry", "NullSamplingTelemetry"]
 
 
-class SamplingTelemetry(Protocol):
-    """Counters and gauges of the samplers. Implementations must be cheap and non-blocking."""
+class SamplingTelemetry(Telemetry, Protocol):
+    """Counters and gauges of the samplers. Implementations must be cheap and non-blocking.
+    ``add`` counts any other counter, declared beside the code that counts it
+    (``monitor.telemetry.counter``): a new sampling counter needs no change here."""
 
     def decision(self, policy: str, outcome: str) -> None:
         """One conversation decided; ``outcome`` is ``sampled`` | ``not_sampled`` | ``shed``."""
@@ -27,7 +31,7 @@ class SamplingTelemetry(Protocol):
         ...
 
 
-class NullSamplingTelemetry:
+class NullSamplingTelemetry(NullTelemetry):
     """Telemetry that records nothing (unit tests, offline tools)."""
 
     def decision(self, policy: str, outcome: str) -> None:

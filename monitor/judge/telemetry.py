@@ -23,6 +23,8 @@ later (this module imports neither). Counting rules:
 * ``circuit_state`` — on every breaker transition (``closed`` | ``open`` | ``half_open``).
 * ``budget_waited`` / ``budget_shed`` — per limiter (``requests`` | ``tokens`` | ``concurrency`` |
   ``rate_limit``: the client-wide 429 pause, or a congestion window it shrank).
+* ``add`` — any other counter, declared beside the code that counts it
+  (``monitor.telemetry.counter``): a new judge counter needs no change here.
 """
 
 from __future__ import annotations
@@ -31,13 +33,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from monitor.telemetry import CountingTelemetry, Instrument, NullTelemetry, Telemetry
+
 __all__ = ["TOKEN_CALLS", "JudgeTelemetry", "NullJudgeTelemetry", "RecordingJudgeTelemetry", "TeeJudgeTelemetry"]
 
 TOKEN_CALLS = ("single", "combined_rubrics", "tonic", "rate_limit_probe")
 """Values of the ``call`` label of ``rag_monitor_judge_tokens_total``."""
 
 
-class JudgeTelemetry(Protocol):
+class JudgeTelemetry(Telemetry, Protocol):
     """Sink for the judge client's self-telemetry. Calls are synchronous and must not block."""
 
     def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
@@ -70,7 +74,7 @@ class JudgeTelemetry(Protocol):
         ...
 
 
-class NullJudgeTelemetry:
+class NullJudgeTelemetry(NullTelemetry):
     """Discards everything (the default when nothing is wired)."""
 
     def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
@@ -110,6 +114,12 @@ class RecordingJudgeTelemetry:
     circuit_states: list[str] = field(default_factory=list)
     waits: list[tuple[str, float]] = field(default_factory=list)
     sheds: Counter[str] = field(default_factory=Counter)
+    counters: CountingTelemetry = field(default_factory=CountingTelemetry)
+    """What was counted through ``add``."""
+
+    def add(self, counter: Instrument, amount: float = 1, /, **labels: str) -> None:
+        """Count it (label names checked against the counter's)."""
+        self.counters.add(counter, amount, **labels)
 
     def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
         """Record the outcome and duration."""
@@ -156,6 +166,10 @@ class TeeJudgeTelemetry:
 
     def __init__(self, *sinks: JudgeTelemetry) -> None:
         self._sinks = sinks
+
+    def add(self, counter: Instrument, amount: float = 1, /, **labels: str) -> None:
+        for s in self._sinks:
+            s.add(counter, amount, **labels)
 
     def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
         for s in self._sinks:

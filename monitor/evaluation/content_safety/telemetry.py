@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from monitor.judge.telemetry import JudgeTelemetry
+from monitor.telemetry import Instrument
 
 __all__ = ["ServiceTelemetry"]
 
@@ -22,6 +23,9 @@ class ServiceTelemetry:
 
     def __init__(self, inner: JudgeTelemetry) -> None:
         self._inner = inner
+
+    def add(self, counter: Instrument, amount: float = 1, /, **labels: str) -> None:
+        self._inner.add(counter, amount, **labels)
 
     def call_finished(self, metric: str, outcome: str, duration_seconds: float) -> None:
         self._inner.call_finished(metric, outcome, duration_seconds)
