@@ -52,10 +52,9 @@ from monitor.receivers.ingest import Ingest
 from monitor.receivers.otlp_grpc import OtlpGrpcReceiver
 from monitor.receivers.otlp_http import OtlpHttpReceiver
 from monitor.redaction import Redactor
-from monitor.redaction.sinks import RedactingSink, TextFreeResults
+from monitor.redaction.sinks import TextFreeResults
 
 from monitor.startup import StartupSummary, startup_summary
-from samplers.base import conversation_key
 from samplers.build import build_sampler
 from samplers.describe import describe_sampling
 from samplers.stage import SamplingStage
@@ -101,12 +100,6 @@ class FanOut:
     def conversation_closed(self, conversation: Conversation) -> None:
         for sink in self._sinks:
             sink.conversation_closed(conversation)
-
-
-def _known_unsampled(sampling: SamplingStage, turn: Turn) -> bool:
-    """The turn's conversation is already decided *not sampled*: evaluation drops it unread."""
-    decision = sampling.cached(conversation_key(turn))
-    return decision is not None and not decision.sampled
 
 
 # How long past its own deadline a component's shutdown may run before it is cut off (a bug guard:
@@ -185,18 +178,17 @@ class Sidecar:
         if not keep_text:  # scores, ids and labels only in the store, JSONL, events and API
             sinks = (TextFreeResults(sinks),)
         backlog = self.store if keep_text else None  # the durable backlog holds turn text
+        # Redaction of each sampled turn, before the judge, the backlog and every sink see it.
+        redact = Redactor(cfg.redaction, self.telemetry).redact_turn if cfg.redaction.enabled else None
         self.evaluation = EvaluationStage(
             sampling, build_evaluators(cfg.evaluation, self.judge, content_safety=self.content_safety),
             (LabelFanOut(self.labels, [c for c in (self.results, self.rolling, self.otlp_metrics) if c is not None]),
              self.jailbreak, *sinks, *self._extra_consumers),
             self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=backlog,
             max_queue_bytes=cfg.evaluation.max_queue_bytes, local_workers=cfg.evaluation.local_workers,
-            local_queue_size=cfg.evaluation.local_queue_size)
-        # Redaction in front of evaluation: the judge, the backlog and every sink get redacted text.
-        intake = (RedactingSink(Redactor(cfg.redaction, self.telemetry), self.evaluation,
-                                known_unsampled=lambda turn: _known_unsampled(sampling, turn))
-                  if cfg.redaction.enabled else self.evaluation)
-        self.conversations = ConversationTracker(cfg.assembly, FanOut((intake, self._sink)), self.telemetry)
+            local_queue_size=cfg.evaluation.local_queue_size, prepare=redact)
+        self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)),
+                                                 self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
         self.forwarder = Forwarder(cfg.forward, self.telemetry) if cfg.forward.endpoint else None
         ingest = Ingest(self.assembler, self.telemetry, self._executor, max_chars=cfg.assembly.max_attribute_chars,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from monitor.evaluation.local.jailbreak_attempt import JailbreakAttemptEvaluator, jailbreak_marker
 from monitor.evaluation.local.worker_pool import LocalWorkerPool, PooledEvaluator, split_offloadable
@@ -73,9 +73,14 @@ class EvaluationStage:
     def __init__(self, sampling: DecisionSource, evaluators: Sequence[Evaluator],
                  consumers: Sequence[ResultConsumer], telemetry: Telemetry, queue_size: int, workers: int,
                  backlog: Backlog | None = None, max_queue_bytes: int = 64 * 1024 * 1024,
-                 local_workers: int = 0, local_queue_size: int = 64) -> None:
+                 local_workers: int = 0, local_queue_size: int = 64,
+                 prepare: Callable[[Turn], Turn] | None = None) -> None:
         self._max_queue_bytes = max_queue_bytes
         self._queued_bytes = 0
+        # Applied to each sampled turn before it is queued, kept in the backlog or evaluated: the
+        # redactor. After the sampling decision, so its cost follows the sampled traffic, not all
+        # of it (it was a third of the serving process's CPU when every turn was redacted).
+        self._prepare = prepare
         self._backlog = backlog
         self._resume_task: asyncio.Task[None] | None = None
         self._in_flight = 0
@@ -109,6 +114,8 @@ class EvaluationStage:
         decision = self._sampling.decide(turn)
         if not decision.sampled:
             return
+        if self._prepare is not None:
+            turn = self._prepare(turn)
         size = turn.text_bytes
         if self._queued_bytes + size > self._max_queue_bytes:
             self._telemetry.add(QUEUE_DROPPED, queue=_QUEUE)

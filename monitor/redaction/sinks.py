@@ -1,12 +1,11 @@
-"""Where redaction sits in the pipeline: in front of evaluation, and (text-free mode) in front of
-the result sinks.
+"""Where redaction sits in the pipeline: on each sampled turn, and (text-free mode) in front of the
+result sinks.
 
-:class:`RedactingSink` is the conversation sink the tracker hands turns to: it redacts each turn
-and passes it on to the evaluation stage, so everything downstream — the judge, the durable
-backlog, the result store, the JSONL sink, the evaluation events, the API and the status page —
-only ever holds redacted text. A turn of a conversation already decided *not sampled* is passed
-on untouched: the stage drops it without looking at its text, and skipping it keeps the cost of
-redaction proportional to the sampled traffic.
+The evaluation stage applies the redactor (``Redactor.redact_turn``, its ``prepare`` hook) to each
+turn it samples, before queueing it: everything downstream — the judge, the durable backlog, the
+result store, the JSONL sink, the evaluation events, the API and the status page — only ever holds
+redacted text, and a turn that is not evaluated is never redacted, so the cost of redaction follows
+the sampled traffic.
 
 :class:`TextFreeResults` (``redaction.keep_text: false``) strips every text from a result before
 the sinks see it: scores, ids, labels, timings and token counts stay.
@@ -15,38 +14,12 @@ the sinks see it: scores, ids, labels, timings and token counts stay.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Sequence
 
 from monitor.interfaces import ResultConsumer
-from monitor.model import Conversation, Document, EvaluationResult, Score, ScoreStatus, Turn
-from monitor.redaction.redactor import Redactor
+from monitor.model import Document, EvaluationResult, Score, ScoreStatus
 
-__all__ = ["RedactingSink", "TextFreeResults", "without_text"]
-
-
-class _ConversationSink(Protocol):
-    def turn_added(self, conversation: Conversation, turn: Turn) -> None: ...
-
-    def conversation_closed(self, conversation: Conversation) -> None: ...
-
-
-class RedactingSink:
-    """Redacts turns on their way to ``downstream`` (the evaluation stage). Synchronous, never
-    blocks: redaction is a few compiled patterns over the turn's text."""
-
-    def __init__(self, redactor: Redactor, downstream: _ConversationSink,
-                 known_unsampled: Callable[[Turn], bool] = lambda turn: False) -> None:
-        self._redactor = redactor
-        self._downstream = downstream
-        self._known_unsampled = known_unsampled
-
-    def turn_added(self, conversation: Conversation, turn: Turn) -> None:
-        if not self._known_unsampled(turn):
-            turn = self._redactor.redact_turn(turn)
-        self._downstream.turn_added(conversation, turn)
-
-    def conversation_closed(self, conversation: Conversation) -> None:
-        self._downstream.conversation_closed(conversation)
+__all__ = ["TextFreeResults", "without_text"]
 
 
 class TextFreeResults:

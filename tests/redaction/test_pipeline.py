@@ -132,3 +132,27 @@ async def test_keep_text_false_leaves_scores_and_ids_only(tmp_path: Path) -> Non
     assert jsonl and jsonl[0]["question"] == "" and jsonl[0]["answer"] == ""
     assert {s["metric"] for s in jsonl[0]["scores"]} == {"coherence", "local_lexical_groundedness"}
     assert next(s for s in jsonl[0]["scores"] if s["metric"] == "coherence")["value"] == 2.0
+
+
+async def test_a_turn_that_is_not_evaluated_is_not_redacted(tmp_path: Path) -> None:
+    # Redaction follows the sampled traffic: a turn nobody evaluates costs no redaction (it was a
+    # third of the serving process's CPU when every turn was redacted).
+    config = sidecar_config(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9")
+    data = config.model_dump(mode="json")
+    data["sampling"] = {"policies": [{"type": "probabilistic", "rate": 0.0}]}
+    data["exporters"] = {"store": {"enabled": False}}
+    sink = RecordingSink()
+    sidecar = Sidecar(MonitorConfig.model_validate(data), sink=sink, registry=CollectorRegistry())
+    await sidecar.start()
+    try:
+        provider = provider_with(OTLPSpanExporter(endpoint=f"http://127.0.0.1:{sidecar.http.port}/v1/traces"))
+        emit_genai_turn(provider, "conv-not-sampled", QUESTION, ANSWER)
+        assert await asyncio.to_thread(provider.force_flush, 10_000)
+        await asyncio.to_thread(provider.shutdown)
+        await sink.wait_turns(1)
+        assert sink.turns[0].question == QUESTION  # assembled, and handed on as it came
+        assert metric_value(sidecar, "rag_monitor_sampling_decisions_total", policy="probabilistic",
+                            decision="not_sampled") == 1
+        assert all(metric_value(sidecar, "rag_monitor_redactions_total", kind=kind) in (0, None) for kind in PII)
+    finally:
+        await sidecar.shutdown()
