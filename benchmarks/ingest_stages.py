@@ -37,7 +37,7 @@ from ingest_bodies import build_templates, conversation_id, parse_walk, render  
 from monitor.assembly.assembler import Assembler  # noqa: E402
 from monitor.assembly.config import AssemblyConfig  # noqa: E402
 from monitor.assembly.turns import span_attributes_read  # noqa: E402
-from monitor.interfaces import NullTelemetry  # noqa: E402
+from monitor.telemetry import NullTelemetry  # noqa: E402
 from monitor.model import Turn  # noqa: E402
 from monitor.receivers.decode import PROTOBUF, decode_traces  # noqa: E402
 

@@ -14,7 +14,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from exporters.spec import SCRAPE_TIME
-from monitor.telemetry import BACKLOG, LOGS_DROPPED, OTLP_METRICS_REQUESTS, QUEUE_DROPPED, REQUESTS_REJECTED, SPANS_DROPPED, Instrument, counter, declared_counters
+from monitor.telemetry import Instrument, declared_counters
 
 __all__ = ["PrometheusTelemetry", "ScrapeTimeCollector"]
 
@@ -46,69 +46,6 @@ class PrometheusTelemetry:
             child = made.labels(*key[1]) if counter.labels else made
             self._children[key] = child
         child.inc(amount)
-
-    # Named calls of the stages not yet counting through ``add`` (receivers, assembly, the
-    # evaluation stage): each resolves its counter by name from the catalogue.
-    def _named(self, name: str, amount: float = 1, **labels: str) -> None:
-        self.add(_by_name(name), amount, **labels)
-
-    def spans_received(self, transport: str, count: int) -> None:
-        self._named("rag_monitor_spans_received_total", count, transport=transport)
-
-    def spans_dropped(self, reason: str, count: int) -> None:
-        self.add(SPANS_DROPPED, count, reason=reason)
-
-    def logs_received(self, transport: str, count: int) -> None:
-        self._named("rag_monitor_logs_received_total", count, transport=transport)
-
-    def logs_dropped(self, reason: str, count: int) -> None:
-        self.add(LOGS_DROPPED, count, reason=reason)
-
-    def requests_rejected(self, transport: str, reason: str) -> None:
-        self.add(REQUESTS_REJECTED, transport=transport, reason=reason)
-
-    def turns_assembled(self, convention: str) -> None:
-        self._named("rag_monitor_turns_assembled_total", convention=convention)
-
-    def traces_without_turn(self, reason: str) -> None:
-        self._named("rag_monitor_traces_without_turn_total", reason=reason)
-
-    def traces_evicted(self, reason: str) -> None:
-        self._named("rag_monitor_traces_evicted_total", reason=reason)
-
-    def conversations_closed(self, reason: str) -> None:
-        self._named("rag_monitor_conversations_closed_total", reason=reason)
-
-    def queue_dropped(self, queue: str, count: int) -> None:
-        self.add(QUEUE_DROPPED, count, queue=queue)
-
-    def backlog(self, event: str, count: int) -> None:
-        self.add(BACKLOG, count, event=event)
-
-    def text_truncated(self, count: int) -> None:
-        self._named("rag_monitor_text_truncated_total", count)
-
-    def otlp_metrics_request(self, outcome: str) -> None:
-        self.add(OTLP_METRICS_REQUESTS, outcome=outcome)
-
-
-# Declared here until their stages count through ``add`` and declare them beside the code.
-counter("rag_monitor_spans_received_total", "Spans received, by transport.", "transport")
-counter("rag_monitor_logs_received_total", "Log records received, by transport.", "transport")
-counter("rag_monitor_turns_assembled_total", "Turns assembled from complete traces, by convention.", "convention")
-counter("rag_monitor_traces_without_turn_total", "Complete traces that held no turn, by reason.", "reason")
-counter("rag_monitor_traces_evicted_total", "Traces assembled early because a buffer limit was reached, by limit.",
-        "reason")
-counter("rag_monitor_conversations_closed_total", "Conversations closed, by reason.", "reason")
-counter("rag_monitor_text_truncated_total",
-        "Attribute and log-body text values cut at assembly.max_attribute_chars where they entered.")
-
-
-def _by_name(name: str) -> Instrument:
-    for declared in declared_counters():
-        if declared.name == name:
-            return declared
-    raise KeyError(f"{name} is not declared (monitor.telemetry.counter)")
 
 
 class ScrapeTimeCollector(Collector):

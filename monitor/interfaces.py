@@ -7,7 +7,7 @@ are wired only in ``monitor.app``; each stage knows its downstream through these
 Seams that belong to one stage live with it: ``samplers.base.OutcomeSampler`` (what the sampling
 stage asks of a policy tree), ``monitor.assembly.conversations.ConversationSink``,
 ``monitor.evaluation.stage.DecisionSource``, ``monitor.receivers.otlp_http.BodySink`` (the
-forwarder) and the per-stage telemetry protocols.
+forwarder). Self-telemetry is ``monitor.telemetry.Telemetry``.
 Every stage's lifecycle is ``async start()`` then ``async shutdown(deadline)``: safe twice and
 without ``start``, drains what it accepted, honours ``deadline`` (a ``loop.time()`` value).
 """
@@ -29,8 +29,6 @@ __all__ = [
     "TurnConsumer",
     "ResultConsumer",
     "Evaluator",
-    "Telemetry",
-    "NullTelemetry",
 ]
 
 
@@ -64,78 +62,3 @@ class Evaluator(Protocol):
     metric_ids: tuple[str, ...]
 
     async def evaluate(self, turn: Turn) -> Sequence[Score]: ...
-
-
-class Telemetry(Protocol):
-    """Self-telemetry sink (DESIGN.md §5). Implementations must be cheap and non-blocking."""
-
-    def spans_received(self, transport: str, count: int) -> None: ...
-
-    def spans_dropped(self, reason: str, count: int) -> None: ...
-
-    def logs_received(self, transport: str, count: int) -> None: ...
-
-    def logs_dropped(self, reason: str, count: int) -> None: ...
-
-    def requests_rejected(self, transport: str, reason: str) -> None: ...
-
-    def turns_assembled(self, convention: str) -> None: ...
-
-    def traces_without_turn(self, reason: str) -> None: ...
-
-    def traces_evicted(self, reason: str) -> None: ...
-
-    def conversations_closed(self, reason: str) -> None: ...
-
-    def queue_dropped(self, queue: str, count: int) -> None: ...
-
-    def backlog(self, event: str, count: int) -> None: ...
-
-    def text_truncated(self, count: int) -> None: ...
-
-    def otlp_metrics_request(self, outcome: str) -> None:
-        """An OTLP metrics export received: ``forwarded`` or ``discarded`` (not evaluated)."""
-        ...
-
-
-class NullTelemetry:
-    """Telemetry that records nothing (tools such as ``inspect`` and unit tests)."""
-
-    def spans_received(self, transport: str, count: int) -> None:
-        pass
-
-    def spans_dropped(self, reason: str, count: int) -> None:
-        pass
-
-    def logs_received(self, transport: str, count: int) -> None:
-        pass
-
-    def logs_dropped(self, reason: str, count: int) -> None:
-        pass
-
-    def requests_rejected(self, transport: str, reason: str) -> None:
-        pass
-
-    def turns_assembled(self, convention: str) -> None:
-        pass
-
-    def traces_without_turn(self, reason: str) -> None:
-        pass
-
-    def traces_evicted(self, reason: str) -> None:
-        pass
-
-    def conversations_closed(self, reason: str) -> None:
-        pass
-
-    def queue_dropped(self, queue: str, count: int) -> None:
-        pass
-
-    def backlog(self, event: str, count: int) -> None:
-        pass
-
-    def text_truncated(self, count: int) -> None:
-        pass
-
-    def otlp_metrics_request(self, outcome: str) -> None:
-        pass

@@ -24,10 +24,18 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from monitor.assembly.config import AssemblyConfig
 from monitor.assembly.turns import Explanation, NoTurn, build_turn
-from monitor.interfaces import Telemetry, TurnConsumer
+from monitor.interfaces import TurnConsumer
 from monitor.model import LogRecord, SpanRecord, Turn
+from monitor.telemetry import LOGS_DROPPED, SPANS_DROPPED, Telemetry, counter
 
-__all__ = ["Assembler", "TraceObserver"]
+__all__ = ["Assembler", "TraceObserver", "TURNS_ASSEMBLED", "TRACES_WITHOUT_TURN", "TRACES_EVICTED"]
+
+TURNS_ASSEMBLED = counter("rag_monitor_turns_assembled_total", "Turns assembled from complete traces, by convention.",
+                          "convention")
+TRACES_WITHOUT_TURN = counter("rag_monitor_traces_without_turn_total", "Complete traces that held no turn, by reason.",
+                              "reason")
+TRACES_EVICTED = counter("rag_monitor_traces_evicted_total",
+                         "Traces assembled early because a buffer limit was reached, by limit.", "reason")
 
 log = logging.getLogger(__name__)
 _SWEEP_CHUNK = 200  # traces built per slice before yielding to the loop
@@ -107,7 +115,7 @@ class Assembler:
 
     def consume_spans(self, spans: Sequence[SpanRecord]) -> Mapping[str, int]:
         if not self._accepting:
-            self._telemetry.spans_dropped("shutting_down", len(spans))
+            self._telemetry.add(SPANS_DROPPED, len(spans), reason="shutting_down")
             return {"shutting_down": len(spans)}
         dropped = 0
         now = self._clock()
@@ -130,22 +138,22 @@ class Assembler:
                 entry.start = span.start_time_unix_nano
                 self._schedule(trace_id, entry, now + cfg.decision_wait_seconds)
             if len(entry.spans) >= max_spans:
-                self._telemetry.traces_evicted("max_spans_per_trace")
+                self._telemetry.add(TRACES_EVICTED, reason="max_spans_per_trace")
                 self._complete(trace_id)
             while self._pending_spans > max_pending_spans and pending:
-                self._telemetry.traces_evicted("max_pending_spans")
+                self._telemetry.add(TRACES_EVICTED, reason="max_pending_spans")
                 self._complete(next(iter(pending)))
             while self._pending_bytes > max_pending_bytes and pending:
-                self._telemetry.traces_evicted("max_pending_bytes")
+                self._telemetry.add(TRACES_EVICTED, reason="max_pending_bytes")
                 self._complete(next(iter(pending)))
         if dropped:
-            self._telemetry.spans_dropped("late", dropped)
+            self._telemetry.add(SPANS_DROPPED, dropped, reason="late")
             return {"late": dropped}
         return {}
 
     def consume_logs(self, logs: Sequence[LogRecord]) -> Mapping[str, int]:
         if not self._accepting:
-            self._telemetry.logs_dropped("shutting_down", len(logs))
+            self._telemetry.add(LOGS_DROPPED, len(logs), reason="shutting_down")
             return {"shutting_down": len(logs)}
         dropped = 0
         no_trace = 0
@@ -163,10 +171,10 @@ class Assembler:
             self._pending_bytes += record.size
         reasons = {}
         if no_trace:
-            self._telemetry.logs_dropped("no_trace_id", no_trace)
+            self._telemetry.add(LOGS_DROPPED, no_trace, reason="no_trace_id")
             reasons["no_trace_id"] = no_trace
         if dropped:
-            self._telemetry.logs_dropped("late_or_full", dropped)
+            self._telemetry.add(LOGS_DROPPED, dropped, reason="late_or_full")
             reasons["late_or_full"] = dropped
         return reasons
 
@@ -178,7 +186,7 @@ class Assembler:
             return None
         while len(self._pending) >= self._cfg.max_pending_traces:
             oldest = next(iter(self._pending))
-            self._telemetry.traces_evicted("max_pending_traces")
+            self._telemetry.add(TRACES_EVICTED, reason="max_pending_traces")
             self._complete(oldest)
         entry = _Pending()
         self._pending[trace_id] = entry
@@ -235,7 +243,7 @@ class Assembler:
                entry: _Pending) -> None:
         self._building.discard(future)
         if future.cancelled():
-            self._telemetry.traces_without_turn("internal_error")
+            self._telemetry.add(TRACES_WITHOUT_TURN, reason="internal_error")
             return
         self._finish(trace_id, entry, *future.result())
 
@@ -243,7 +251,7 @@ class Assembler:
                 explanation: Explanation) -> Turn | None:
         if turn is None:
             reason = no_turn.reason if no_turn else "internal_error"
-            self._telemetry.traces_without_turn(reason)
+            self._telemetry.add(TRACES_WITHOUT_TURN, reason=reason)
             if no_turn is not None and reason != "internal_error":
                 self._warnings.warn(reason, f"trace {trace_id} yields no turn ({reason}): {no_turn.hint}; "
                                             f"`rag-monitor inspect --explain` shows what was found")
@@ -254,7 +262,7 @@ class Assembler:
                                 + next((n for n in explanation.notes if n.startswith(missing.replace('_', ' '))), ""),
                                 logging.INFO)  # a chat app without retrieval is normal
         self._observe(trace_id, turn, None, explanation, entry)
-        self._telemetry.turns_assembled(turn.convention)
+        self._telemetry.add(TURNS_ASSEMBLED, convention=turn.convention)
         self._downstream.consume_turn(turn)
         return turn
 

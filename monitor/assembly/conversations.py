@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from monitor.assembly.config import AssemblyConfig
-from monitor.interfaces import Telemetry
 from monitor.model import Conversation, Turn
+from monitor.telemetry import Telemetry, counter
 
-__all__ = ["ConversationSink", "ConversationTracker"]
+__all__ = ["ConversationSink", "ConversationTracker", "CONVERSATIONS_CLOSED"]
+
+CONVERSATIONS_CLOSED = counter("rag_monitor_conversations_closed_total", "Conversations closed, by reason.", "reason")
 
 
 class ConversationSink(Protocol):
@@ -71,7 +73,7 @@ class ConversationTracker:
         conv = self._open.pop(conversation_id, None)
         if conv is None:
             return
-        self._telemetry.conversations_closed(reason)
+        self._telemetry.add(CONVERSATIONS_CLOSED, reason=reason)
         self._sink.conversation_closed(Conversation(conversation_id, conv.turns, True))
 
     def close_idle(self, now: float | None = None) -> int:

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from monitor.assembly.assembler import Assembler
 from monitor.assembly.config import AssemblyConfig
 from monitor.assembly.turns import Explanation, NoTurn
-from monitor.interfaces import NullTelemetry
+from monitor.telemetry import NullTelemetry
 from monitor.model import Turn
 from monitor.receivers.decode import decode_logs, decode_traces, decompress, sniff_format
 

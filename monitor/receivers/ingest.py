@@ -12,10 +12,11 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from monitor.interfaces import SpanConsumer, Telemetry
+from monitor.interfaces import SpanConsumer
 from monitor.model import AttributeSelection
 from monitor.receivers.decode import (
     DEFAULT_MAX_CHARS, Decoded, DecodedLogs, DecodedSpans, decode_logs, decode_traces, decompress)
+from monitor.telemetry import LOGS_DROPPED, SPANS_DROPPED, Instrument, Telemetry, counter
 
 __all__ = ["IngestOutcome", "Ingest", "OFFLOAD_BYTES"]
 
@@ -24,6 +25,12 @@ __all__ = ["IngestOutcome", "Ingest", "OFFLOAD_BYTES"]
 OFFLOAD_BYTES = 256 * 1024
 
 T = TypeVar("T")
+
+SPANS_RECEIVED = counter("rag_monitor_spans_received_total", "Spans received, by transport.", "transport")
+LOGS_RECEIVED = counter("rag_monitor_logs_received_total", "Log records received, by transport.", "transport")
+TEXT_TRUNCATED = counter(
+    "rag_monitor_text_truncated_total",
+    "Attribute and log-body text values cut at assembly.max_attribute_chars where they entered.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,27 +82,21 @@ class Ingest:
         return self.accept_logs(decoded, transport)
 
     def accept_spans(self, decoded: DecodedSpans, transport: str) -> IngestOutcome:
-        t = self._telemetry
-        if decoded.truncated:
-            t.text_truncated(decoded.truncated)
-        return self._accept(decoded, "spans", transport, t.spans_received, t.spans_dropped,
-                            self._consumer.consume_spans)
+        return self._accept(decoded, "spans", transport, SPANS_RECEIVED, SPANS_DROPPED, self._consumer.consume_spans)
 
     def accept_logs(self, decoded: DecodedLogs, transport: str) -> IngestOutcome:
-        t = self._telemetry
-        if decoded.truncated:
-            t.text_truncated(decoded.truncated)
-        return self._accept(decoded, "log records", transport, t.logs_received, t.logs_dropped,
+        return self._accept(decoded, "log records", transport, LOGS_RECEIVED, LOGS_DROPPED,
                             self._consumer.consume_logs)
 
-    @staticmethod
-    def _accept(decoded: Decoded[Any], kind: str, transport: str, received: Callable[[str, int], None],
-                dropped: Callable[[str, int], None],
+    def _accept(self, decoded: Decoded[Any], kind: str, transport: str, received: Instrument, dropped: Instrument,
                 consume: Callable[[Sequence[Any]], Mapping[str, int]]) -> IngestOutcome:
+        t = self._telemetry
+        if decoded.truncated:
+            t.add(TEXT_TRUNCATED, decoded.truncated)
         records = decoded.records
-        received(transport, len(records) + decoded.rejected)
+        t.add(received, len(records) + decoded.rejected, transport=transport)
         for reason, n in decoded.reasons.items():
-            dropped(reason, n)
+            t.add(dropped, n, reason=reason)
         reasons = dict(decoded.reasons)
         downstream = consume(records) if records else {}  # the consumer counts its own drops
         for reason, n in downstream.items():

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import json
 import math
+import threading
 from datetime import datetime, timezone
 
 import aiohttp

@@ -10,13 +10,15 @@ from prometheus_client import CollectorRegistry
 
 from exporters.prometheus import PrometheusTelemetry
 from exporters.turn_queries import OutcomeReason, StoredDocument
-from monitor.evaluation.catalogue import metric_catalogue
+from monitor.admin.api import QueryError
 from monitor.admin.diagnosis import Setting
 from monitor.admin.health import PipelineStatus
 from monitor.admin.pipeline import PipelineHealth
 from monitor.admin.turns import parse_turns_query, turn_item
-from monitor.admin.api import QueryError
+from monitor.assembly.assembler import TRACES_WITHOUT_TURN
+from monitor.evaluation.catalogue import metric_catalogue
 from monitor.evaluation.config import EvaluationConfig
+from monitor.receivers.ingest import SPANS_RECEIVED
 from tests.admin.doubles import NOW, FakeStore, FakeSummary, admin_server, point, stored_turn, window
 
 G, SEV = (1.0, 5.0), (0.0, 7.0)
@@ -72,8 +74,8 @@ async def test_turns_endpoint_passes_the_metric_filter_to_the_store():
 async def test_pipeline_endpoint_serves_the_counters_and_findings():
     registry = CollectorRegistry(auto_describe=True)
     telemetry = PrometheusTelemetry(registry)
-    telemetry.spans_received("http", 6)
-    telemetry.traces_without_turn("no_message_content")
+    telemetry.add(SPANS_RECEIVED, 6, transport="http")
+    telemetry.add(TRACES_WITHOUT_TURN, reason="no_message_content")
     health = PipelineHealth(registry, clock=lambda: NOW)
     status = PipelineStatus(health, Setting("http://127.0.0.1:4318", False, "always: every conversation", {}),
                             lambda: {"sampling": "always: every conversation"})

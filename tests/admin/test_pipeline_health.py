@@ -10,7 +10,10 @@ from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
 from monitor.admin.diagnosis import Setting, diagnose
 from monitor.admin.health import PipelineStatus
 from monitor.admin.pipeline import PipelineHealth, read_pipeline
+from monitor.assembly.assembler import TRACES_WITHOUT_TURN, TURNS_ASSEMBLED
 from monitor.model import EvaluationResult, Score, ScoreStatus, Turn
+from monitor.receivers.ingest import SPANS_RECEIVED
+from monitor.telemetry import REQUESTS_REJECTED
 
 SETTING = Setting(receiver="http://127.0.0.1:4318", judge_enabled=True, sampling="always: every conversation",
                   no_turn_hints={"no_chat_call": "no LLM chat span in the trace"})
@@ -49,10 +52,10 @@ def codes(counts, **kw) -> list[str]:
 
 def test_reading_sums_the_counters_by_their_key():
     p = Parts()
-    p.telemetry.spans_received("http", 5)
-    p.telemetry.spans_received("grpc", 2)
-    p.telemetry.traces_without_turn("no_message_content")
-    p.telemetry.turns_assembled("genai")
+    p.telemetry.add(SPANS_RECEIVED, 5, transport="http")
+    p.telemetry.add(SPANS_RECEIVED, 2, transport="grpc")
+    p.telemetry.add(TRACES_WITHOUT_TURN, reason="no_message_content")
+    p.telemetry.add(TURNS_ASSEMBLED, convention="genai")
     p.sampling.decision("rate_limit", "sampled")
     p.sampling.decision("rate_limit", "not_sampled")
     p.judge.call_finished("groundedness", "timeout", 1.0)
@@ -74,11 +77,11 @@ def test_reading_sums_the_counters_by_their_key():
 def test_recent_counts_are_the_last_minutes_not_since_start():
     p, clock = Parts(), Clock()
     health = PipelineHealth(p.registry, clock=clock, recent_seconds=300, interval_seconds=10)
-    p.telemetry.spans_received("http", 100)
+    p.telemetry.add(SPANS_RECEIVED, 100, transport="http")
     for _ in range(40):  # 400 s of readings, nothing new after the first 100 spans
         health.sample()
         clock.now += 10
-    p.telemetry.spans_received("http", 3)
+    p.telemetry.add(SPANS_RECEIVED, 3, transport="http")
     since, recent = health.recent(health.sample())
     assert recent["spans_received"] == {"http": 3.0}
     assert clock.now - 310 <= since <= clock.now - 300
@@ -90,14 +93,14 @@ def test_recent_counts_are_the_last_minutes_not_since_start():
 def test_findings_name_the_first_hand_off_where_traffic_stops():
     p = Parts()
     assert codes(read_pipeline(p.registry, 0).counts)[:1] == ["no_spans"]
-    p.telemetry.requests_rejected("http", "unauthenticated")
+    p.telemetry.add(REQUESTS_REJECTED, transport="http", reason="unauthenticated")
     assert "requests_refused" in codes(read_pipeline(p.registry, 0).counts)
-    p.telemetry.spans_received("http", 4)
-    p.telemetry.traces_without_turn("no_message_content")
+    p.telemetry.add(SPANS_RECEIVED, 4, transport="http")
+    p.telemetry.add(TRACES_WITHOUT_TURN, reason="no_message_content")
     findings = diagnose(read_pipeline(p.registry, 0).counts, SETTING)
     no_turns = [f for f in findings if f.code == "no_turns"][0]
     assert no_turns.level == "warning" and "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in no_turns.text
-    p.telemetry.turns_assembled("genai")
+    p.telemetry.add(TURNS_ASSEMBLED, convention="genai")
     p.sampling.decision("rate_limit", "not_sampled")
     findings = diagnose(read_pipeline(p.registry, 0).counts, SETTING)
     nothing = [f for f in findings if f.code == "nothing_sampled"][0]
@@ -118,13 +121,13 @@ def test_findings_name_the_first_hand_off_where_traffic_stops():
 def test_pipeline_document_prefers_recent_counts_when_traffic_is_recent():
     p, clock = Parts(), Clock()
     health = PipelineHealth(p.registry, clock=clock, recent_seconds=60, interval_seconds=10)
-    p.telemetry.spans_received("http", 10)
-    p.telemetry.traces_without_turn("no_chat_call")
+    p.telemetry.add(SPANS_RECEIVED, 10, transport="http")
+    p.telemetry.add(TRACES_WITHOUT_TURN, reason="no_chat_call")
     for _ in range(10):
         health.sample()
         clock.now += 10
-    p.telemetry.spans_received("http", 2)
-    p.telemetry.turns_assembled("genai")
+    p.telemetry.add(SPANS_RECEIVED, 2, transport="http")
+    p.telemetry.add(TURNS_ASSEMBLED, convention="genai")
     p.sampling.decision("rate_limit", "sampled")
     status = PipelineStatus(health, SETTING, lambda: {"judge": "gpt-4o-mini at https://api.openai.com/v1"})
     doc = status.document()

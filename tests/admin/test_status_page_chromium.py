@@ -14,11 +14,14 @@ from prometheus_client import CollectorRegistry
 from exporters.evaluation_metrics import PrometheusSamplingTelemetry
 from exporters.prometheus import PrometheusTelemetry
 from exporters.turn_queries import OutcomeReason, StoredDocument
-from monitor.evaluation.catalogue import metric_catalogue
 from monitor.admin.diagnosis import Setting
 from monitor.admin.health import PipelineStatus
 from monitor.admin.pipeline import PipelineHealth
+from monitor.assembly.assembler import TRACES_WITHOUT_TURN, TURNS_ASSEMBLED
+from monitor.evaluation.catalogue import metric_catalogue
 from monitor.evaluation.config import EvaluationConfig
+from monitor.receivers.ingest import SPANS_RECEIVED
+from tests.admin.dom import CHROMIUM, Node, Page, dump_dom
 from tests.admin.doubles import (
     HOSTILE,
     NOW,
@@ -33,7 +36,6 @@ from tests.admin.doubles import (
     stored_turn,
     window,
 )
-from tests.admin.dom import CHROMIUM, Node, Page, dump_dom
 from tests.admin.real_parts import real_sources
 
 pytestmark = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
@@ -77,9 +79,9 @@ def fixture_store() -> FakeStore:
 def fixture_pipeline() -> PipelineStatus:
     registry = CollectorRegistry(auto_describe=True)
     telemetry, sampling = PrometheusTelemetry(registry), PrometheusSamplingTelemetry(registry)
-    telemetry.spans_received("http", 120)
-    telemetry.turns_assembled("genai")
-    telemetry.traces_without_turn("no_message_content")
+    telemetry.add(SPANS_RECEIVED, 120, transport="http")
+    telemetry.add(TURNS_ASSEMBLED, convention="genai")
+    telemetry.add(TRACES_WITHOUT_TURN, reason="no_message_content")
     sampling.decision("rate_limit", "not_sampled")
     setting = Setting("http://127.0.0.1:4318", True, "rate_limit: 0.2/s", {})
     setup = {"judge": "gpt-4o-mini at https://api.openai.com/v1", "sampling": "rate_limit: 0.2/s"}

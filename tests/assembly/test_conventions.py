@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from monitor.assembly.assembler import TRACES_WITHOUT_TURN
+from monitor.assembly.config import AssemblyConfig, AttributeMapping
 from monitor.assembly.messages import documents_from_value, input_text
 from monitor.assembly.turns import Explanation, NoTurn, build_turn
-from monitor.assembly.config import AssemblyConfig, AttributeMapping
 from monitor.model import LogRecord, SpanRecord
 
 T = "ab" * 16
@@ -140,7 +141,7 @@ async def test_assembler_counts_traces_without_turn():
     assembler = Assembler(AssemblyConfig(), Sink(), telemetry)
     assembler.consume_spans([span("0000000000000001", start=0, end=10)])
     assembler.flush()
-    assert telemetry.counts[("traces_without_turn", "no_chat_call")] == 1
+    assert telemetry.value(TRACES_WITHOUT_TURN, reason="no_chat_call") == 1
 
 
 def test_a_short_retrieval_query_inside_the_question_does_not_replace_it():
@@ -252,7 +253,7 @@ async def test_a_large_trace_is_built_off_the_event_loop():
     import threading
 
     from monitor.assembly.assembler import Assembler
-    from monitor.interfaces import NullTelemetry
+    from monitor.telemetry import NullTelemetry
 
     class Sink:
         def __init__(self) -> None:

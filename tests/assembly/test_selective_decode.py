@@ -16,7 +16,7 @@ import pytest
 from monitor.assembly.assembler import Assembler
 from monitor.assembly.config import AssemblyConfig, AttributeMapping
 from monitor.assembly.turns import span_attributes_read
-from monitor.interfaces import NullTelemetry
+from monitor.telemetry import NullTelemetry
 from monitor.model import AttributeSelection, Turn
 from monitor.offline.inspect import turn_to_json
 from monitor.receivers.decode import PROTOBUF, decode_logs, decode_traces, sniff_format

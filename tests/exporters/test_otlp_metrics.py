@@ -20,6 +20,8 @@ from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
 from exporters.rolling import RollingStats
 from exporters.spec import EVALUATION, JUDGE, JUDGE_LATENCY_BUCKETS, SCORE_BUCKETS
 from monitor.model import EvaluationResult, ScoreStatus
+from monitor.receivers.ingest import SPANS_RECEIVED
+from monitor.telemetry import QUEUE_DROPPED
 from tests.exporters.results import result, score
 from tests.support.otlp_sink import OtlpGrpcSink, OtlpHttpSink, attributes, latest_metrics
 
@@ -86,8 +88,8 @@ def _defect_rates() -> list[tuple[str, dict[str, str], float]]:
 async def test_push_over_http_carries_every_instrument_field_by_field(http_sink: OtlpHttpSink) -> None:
     registry = CollectorRegistry()
     telemetry = PrometheusTelemetry(registry)
-    telemetry.spans_received("http", 5)
-    telemetry.queue_dropped("evaluation", 2)
+    telemetry.add(SPANS_RECEIVED, 5, transport="http")
+    telemetry.add(QUEUE_DROPPED, 2, queue="evaluation")
     registry.register(ScrapeTimeCollector({"evaluation": (lambda: 3, 100)}, lambda: 7, lambda: 11, lambda: 1))
     prometheus = PrometheusResults(registry, LabelPolicy(["route"], max_values=2))  # same names: not bridged
     metrics = OtlpMetrics(_config(endpoint=http_sink.base_url, headers={"Authorization": "Bearer s3cret"}),

@@ -6,21 +6,20 @@ import inspect
 from collections import Counter
 from typing import Any, Callable
 
-from monitor.interfaces import Telemetry as StageTelemetry
 from monitor.telemetry import CountingTelemetry
 from samplers.telemetry import SamplingTelemetry
 
 
 class RecordingTelemetry(CountingTelemetry):
     """Generic ``add(counter, n, **labels)`` is checked against the counter's declared labels
-    (``CountingTelemetry``). Named calls (the sampling telemetry, stages not yet counting through
-    ``add``) must be methods of ``protocols`` and bind to their signatures: a misspelt method or
+    (``CountingTelemetry``). Named calls (the sampling telemetry's decisions and gauges) must be
+    methods of ``protocols`` and bind to their signatures: a misspelt method or
     a wrong argument fails the test that makes it. ``counts[(method, first argument)]`` sums the
     named calls' counts."""
 
     def __init__(self, *protocols: type) -> None:
         super().__init__()
-        self._protocols = protocols or (StageTelemetry, SamplingTelemetry)
+        self._protocols = protocols or (SamplingTelemetry,)
         self.counts: Counter[tuple[str, str]] = Counter()
 
     def __getattr__(self, name: str) -> Callable[..., None]:
