@@ -156,7 +156,8 @@ class _Scenario:
         held_since: float | None = None
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            assert not await self.firing_alerts(), "an alert on healthy traffic"
+            firing = await self.firing_alerts()
+            assert not firing, f"alerts firing on healthy traffic: {firing}"
             if await self.prom.query(guard):
                 held_since = held_since or time.monotonic()
                 if time.monotonic() - held_since >= 10:
