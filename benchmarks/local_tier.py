@@ -156,7 +156,7 @@ async def loop_lag_ms(local_workers: int, turns: int = 4) -> tuple[float, float]
     waited (wall: what a user sees, OS preemption included) and the most CPU the loop thread spent
     between two beats (what our code held the loop for; blind to another thread holding the GIL)."""
     from monitor.evaluation.stage import EvaluationStage
-    from monitor.model import Conversation, SamplingDecision
+    from monitor.model import SamplingDecision
     from monitor.telemetry import NullTelemetry
 
     class SampleAll:
@@ -190,7 +190,7 @@ async def loop_lag_ms(local_workers: int, turns: int = 4) -> tuple[float, float]
     try:
         for i in range(turns):
             big = text + str(i)
-            stage.turn_added(Conversation("c", 1), Turn(f"{i:032x}", "c", big, big, documents=(Document("d", big),),
+            stage.turn_added(Turn(f"{i:032x}", "c", big, big, documents=(Document("d", big),),
                                                          system_prompt=big, ground_truth=big))
             await asyncio.sleep(0.01)
         for _ in range(turns):

@@ -80,7 +80,7 @@ def freeze_startup_heap() -> None:
 class NullConversationSink:
     """Downstream of the tracker when no evaluation is wired: turns are only counted."""
 
-    def turn_added(self, conversation: Conversation, turn: Turn) -> None:
+    def turn_added(self, turn: Turn) -> None:
         pass
 
     def conversation_closed(self, conversation: Conversation) -> None:
@@ -93,9 +93,9 @@ class FanOut:
     def __init__(self, sinks: Sequence[ConversationSink]) -> None:
         self._sinks = tuple(sinks)
 
-    def turn_added(self, conversation: Conversation, turn: Turn) -> None:
+    def turn_added(self, turn: Turn) -> None:
         for sink in self._sinks:
-            sink.turn_added(conversation, turn)
+            sink.turn_added(turn)
 
     def conversation_closed(self, conversation: Conversation) -> None:
         for sink in self._sinks:

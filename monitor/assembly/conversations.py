@@ -28,8 +28,8 @@ CONVERSATIONS_CLOSED = counter("rag_monitor_conversations_closed_total", "Conver
 
 
 class ConversationSink(Protocol):
-    def turn_added(self, conversation: Conversation, turn: Turn) -> None:
-        """A new turn of an open conversation (``conversation.turn_count`` includes it). Must not block."""
+    def turn_added(self, turn: Turn) -> None:
+        """A new turn of an open conversation (``turn.conversation_id``). Must not block."""
         ...
 
     def conversation_closed(self, conversation: Conversation) -> None: ...
@@ -67,7 +67,7 @@ class ConversationTracker:
             self._open.move_to_end(turn.conversation_id)
         conv.turns += 1
         conv.last_seen = self._clock()
-        self._sink.turn_added(Conversation(turn.conversation_id, conv.turns, False), turn)
+        self._sink.turn_added(turn)
 
     def _close(self, conversation_id: str, reason: str) -> None:
         conv = self._open.pop(conversation_id, None)

@@ -107,7 +107,7 @@ class EvaluationStage:
         """The local worker pool (None with ``local_workers`` 0 or nothing to offload)."""
         return self._pool
 
-    def turn_added(self, conversation: Conversation, turn: Turn) -> None:
+    def turn_added(self, turn: Turn) -> None:
         if not self._accepting or not self._evaluators:
             return
         turn = self._mark_jailbreak(turn)

@@ -21,7 +21,7 @@ class RecordingSink:
         self.closed: list[Conversation] = []
         self._changed = asyncio.Event()
 
-    def turn_added(self, conversation: Conversation, turn: Turn) -> None:
+    def turn_added(self, turn: Turn) -> None:
         self.turns.append(turn)
         self._changed.set()
 
