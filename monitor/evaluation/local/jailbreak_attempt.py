@@ -9,9 +9,10 @@ probability. The weights ship in the package (``jailbreak/weights.npz``, trained
 ``tools/jailbreak_detector/train.py`` from public data listed in its ``DATA.md``).
 
 The value is that probability (0-1); the turn is flagged, and the score is a defect, at or above
-the metric's ``threshold`` (default :data:`DEFAULT_THRESHOLD`, chosen at training time for about
-0.5 % false positives on ordinary questions). The value is an attempt indicator about the user,
-not a defect of the app, but it is reported like one so its rate shows up like every other.
+the metric's ``threshold`` (default :data:`DEFAULT_THRESHOLD`, chosen at training time on
+validation data for at most 3 % false positives on benign questions that use attack words). The
+value is an attempt indicator about the user, not a defect of the app, but it is reported like
+one so its rate shows up like every other.
 
 Cost: only the first 4 KiB and the last 1 KiB of the question are read, with linear scans only,
 so every turn costs a few milliseconds at most, whatever its length; it runs inline. The
@@ -49,7 +50,7 @@ __all__ = [
 METRIC_ID = "local_jailbreak_attempt"
 SCALE = (0.0, 1.0)
 # The threshold train.py chose (stored in weights.npz too; a test keeps the two together).
-DEFAULT_THRESHOLD = 0.61
+DEFAULT_THRESHOLD = 0.70
 MEMO_SIZE = 4096
 
 
