@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Protocol, Sequence
 
+from exporters.turn_queries import OutcomeReason
 from monitor.admin.catalogue import MetricDescription, catalogue_document
 from monitor.admin.trend import TrendPointLike, change_document, find_change, trend_seconds
 
@@ -98,19 +99,7 @@ class SummarySource(Protocol):
     def data_since(self) -> Mapping[str, float]: ...
 
 
-class ReasonView(Protocol):
-    """``exporters.turn_queries.OutcomeReason``."""
-
-    @property
-    def metric(self) -> str: ...
-    @property
-    def outcome(self) -> str: ...
-    @property
-    def key(self) -> str: ...
-    @property
-    def count(self) -> int: ...
-    @property
-    def example(self) -> str | None: ...
+ReasonView = OutcomeReason  # the store's own record
 
 
 def _finite(value: float | None) -> float | None:
