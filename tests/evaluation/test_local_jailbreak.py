@@ -113,10 +113,15 @@ async def test_the_evaluator_reuses_the_verdict_of_the_stage_flag() -> None:
 
 
 def test_the_memo_is_bounded() -> None:
-    detector = JailbreakDetector(memo_size=3)
-    for i in range(10):
-        detector.mark(rag_turn(trace_id=f"t{i}", question=f"Question number {i} about tents?"))
-    assert len(detector._memo) == 3
+    detector = CountingDetector(memo_size=3)
+    turns = [rag_turn(trace_id=f"t{i}", question=f"Question number {i} about tents?") for i in range(10)]
+    for turn in turns:
+        detector.mark(turn)
+    assert detector.calls == 10
+    detector.detection_for(turns[-1])  # among the 3 remembered: no new scoring
+    assert detector.calls == 10
+    detector.detection_for(turns[0])  # evicted long ago: scored again
+    assert detector.calls == 11
 
 
 def test_marker_without_the_metric_uses_the_default_detector() -> None:

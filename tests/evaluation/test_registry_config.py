@@ -16,7 +16,7 @@ from monitor.evaluation.registry import (
     default_registry,
 )
 from monitor.evaluation.rubric import RubricEvaluator
-from tests.evaluation.fakes import FakeJudge
+from tests.evaluation.fakes import FakeJudge, rag_turn
 
 
 def test_default_config_builds_local_tier_and_one_combined_call() -> None:
@@ -66,10 +66,12 @@ def test_options_are_resolved() -> None:
     assert options["violence"].severity_level == 6 and options["sexual"].severity_level == 2
 
 
-def test_thresholds_reach_standalone_evaluators() -> None:
+async def test_thresholds_reach_standalone_evaluators() -> None:
     config = EvaluationConfig(metrics=[{"id": "fluency", "threshold": 4.5}], combine_metrics=False)
-    (evaluator,) = build_evaluators(config, FakeJudge())
-    assert isinstance(evaluator, RubricEvaluator) and evaluator._threshold == 4.5
+    (evaluator,) = build_evaluators(config, FakeJudge({"fluency": {"reason": "fine", "score": 4}}))
+    assert isinstance(evaluator, RubricEvaluator)
+    (score,) = await evaluator.evaluate(rag_turn())
+    assert score.value == 4.0 and score.defect is True  # 4 < 4.5; at the default threshold 4 passes
 
 
 def test_registry_is_additive() -> None:
