@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -21,18 +19,13 @@ import aiohttp
 import yaml
 from aiohttp import web
 
+from tests.support.daemon import free_port, stop, wait_ready
+
 __all__ = ["AlertmanagerServer", "Notification", "WebhookReceiver", "alertmanager_binary"]
 
 
 def alertmanager_binary() -> str | None:
     return shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,38 +109,18 @@ class AlertmanagerServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         config_path = self.workdir / "alertmanager.yml"
         config_path.write_text(yaml.safe_dump(dict(self.config), sort_keys=False), encoding="utf-8")
-        self.port = _free_port()
+        self.port = free_port()
         with self.log_path.open("wb") as log:
             # --cluster.listen-address= switches the gossip cluster off (it would bind :9094).
             self._proc = subprocess.Popen(
                 [binary, f"--config.file={config_path}", f"--storage.path={self.workdir / 'data'}",
                  f"--web.listen-address={self.address}", "--cluster.listen-address="],
                 stdout=log, stderr=subprocess.STDOUT)
-        await self._wait_ready()
+        assert self._proc is not None
+        async with aiohttp.ClientSession() as session:
+            await wait_ready(self._proc, session, f"http://{self.address}", self.log_path, "alertmanager")
         return self
 
-    async def _wait_ready(self) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + 30
-        async with aiohttp.ClientSession() as session:
-            while True:
-                if self._proc.poll() is not None:
-                    raise RuntimeError(f"alertmanager exited: {self.log_path.read_text()[-2000:]}")
-                try:
-                    async with session.get(f"http://{self.address}/-/ready") as r:
-                        if r.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError("alertmanager not ready after 30 s")
-                await asyncio.sleep(0.1)
-
     async def __aexit__(self, *exc: object) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                await asyncio.to_thread(self._proc.wait, 10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                await asyncio.to_thread(self._proc.wait)
+        await stop(self._proc)
+

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -17,6 +16,8 @@ from typing import Any, Callable, Sequence
 
 import aiohttp
 import yaml
+
+from tests.support.daemon import free_port, stop, wait_ready
 
 __all__ = ["PrometheusServer", "prometheus_binary", "QueryError"]
 
@@ -27,12 +28,6 @@ class QueryError(Exception):
 
 def prometheus_binary() -> str | None:
     return shutil.which("prometheus")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PrometheusServer:
@@ -69,7 +64,7 @@ class PrometheusServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         cfg_path = self.workdir / "prometheus.yml"
         cfg_path.write_text(yaml.safe_dump(config))
-        self.port = _free_port()
+        self.port = free_port()
         log = self.log_path.open("wb")
         self._proc = subprocess.Popen(
             [binary, f"--config.file={cfg_path}", f"--storage.tsdb.path={self.workdir / 'tsdb'}",
@@ -78,30 +73,13 @@ class PrometheusServer:
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
         self._session = aiohttp.ClientSession()
-        deadline = time.monotonic() + 30
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"prometheus exited: {self.log_path.read_text()[-2000:]}")
-            try:
-                async with self._session.get(f"{self.url}/-/ready") as r:
-                    if r.status == 200:
-                        return self
-            except aiohttp.ClientError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("prometheus not ready after 30 s")
-            await asyncio.sleep(0.1)
+        await wait_ready(self._proc, self._session, self.url, self.log_path, "prometheus")
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._session is not None:
             await self._session.close()
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                await asyncio.to_thread(self._proc.wait, 10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                await asyncio.to_thread(self._proc.wait)
+        await stop(self._proc)
 
     async def api(self, path: str, **params: str) -> Any:
         assert self._session is not None
