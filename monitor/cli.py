@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import click
 
@@ -208,17 +208,27 @@ def inspect(traces: tuple[str, ...], logs: tuple[str, ...], config_path: str | N
         sys.exit(EXIT_RUNTIME)
 
 
+def _judge_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The judge flags ``eval`` and ``compare`` share (they override the config's judge section)."""
+    for option in reversed((
+        click.option("--judge-base-url", default=None, help="OpenAI-compatible base URL ending in /v1."),
+        click.option("--judge-model", default=None, help="Judge model name."),
+        click.option("--judge-api-key-env", default=None, metavar="VAR",
+                     help="Environment variable holding the API key."),
+        click.option("--concurrency", type=click.IntRange(1, 1024), default=None,
+                     help="Turns scored at once and the ceiling of judge requests in flight (default: "
+                     "judge.max_concurrency when the config sets it, else 64; a 429 still halves it)."),
+    )):
+        command = option(command)
+    return command
+
+
 @main.command("eval")
 @click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="YAML config: judge and evaluation sections (env RAG_MONITOR_CONFIG).")
 @click.option("--metrics", default=None, metavar="A,B,C", help="Metric ids to compute (default: evaluation.metrics).")
-@click.option("--judge-base-url", default=None, help="OpenAI-compatible base URL ending in /v1.")
-@click.option("--judge-model", default=None, help="Judge model name.")
-@click.option("--judge-api-key-env", default=None, metavar="VAR", help="Environment variable holding the API key.")
-@click.option("--concurrency", type=click.IntRange(1, 1024), default=None,
-              help="Turns evaluated at once and the ceiling of judge requests in flight (default: "
-              "judge.max_concurrency when the config sets it, else 64; a 429 still halves it).")
+@_judge_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one JSON result line per input row here.")
 @click.option("--fail-under", multiple=True, metavar="METRIC=VALUE",
@@ -250,11 +260,7 @@ def eval_(data: Path, config_path: str | None, metrics: str | None, judge_base_u
 @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="YAML config: judge and evaluation sections (severity levels, content_safety backend).")
 @click.option("--metrics", default=None, metavar="A,B", help="Content-risk metrics to compare (default: all four).")
-@click.option("--judge-base-url", default=None, help="OpenAI-compatible base URL ending in /v1.")
-@click.option("--judge-model", default=None, help="Judge model name.")
-@click.option("--judge-api-key-env", default=None, metavar="VAR", help="Environment variable holding the API key.")
-@click.option("--concurrency", type=click.IntRange(1, 1024), default=None,
-              help="Turns scored at once (default: as for eval: judge.max_concurrency when the config sets it, else 64).")
+@_judge_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the full report as JSON here.")
 @click.option("--fail-over", multiple=True, metavar="[METRIC=]RATE",
