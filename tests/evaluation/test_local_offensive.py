@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
+from monitor.evaluation.local.normalise import fold
+from monitor.evaluation.local.offensive.model import load_model
 from monitor.evaluation.local.offensive_language import (
+    _TECHNICAL_KILL,
+    DEHUMANISING_SCORE,
     MAX_PIECES,
+    PIECE_CHARS,
     OffensiveLanguageEvaluator,
+    _score_sentences,
     dehumanising,
+    offensive_probabilities,
     prepare,
     split_sentences,
 )
@@ -81,3 +91,55 @@ def test_scoring_needs_neither_scikit_learn_nor_alt_profanity_check() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sklearn', 'profanity_check', 'scipy')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+# The implementation the faster one replaced, kept as the reference for equivalence.
+_OLD_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+def old_split_sentences(text: str) -> list[str]:
+    pieces: list[str] = []
+    for part in _OLD_SENTENCE_END.split(text):
+        part = part.strip()
+        while part and len(pieces) < MAX_PIECES:
+            pieces.append(part[:PIECE_CHARS])
+            part = part[PIECE_CHARS:].strip()
+    return pieces
+
+
+def old_score_sentences(sentences: list[str]) -> list[tuple[float, bool]]:
+    model = load_model()
+    prepared = [_TECHNICAL_KILL.sub("stop", fold(s).text) for s in sentences]
+    probabilities = [model.probability(p) for p in prepared]
+    return [(DEHUMANISING_SCORE, True) if dehumanising(p) and DEHUMANISING_SCORE > prob else (prob, False)
+            for p, prob in zip(prepared, probabilities)]
+
+
+def varied_answers(seed: int, count: int) -> list[str]:
+    rng = random.Random(seed)
+    pieces = OFFENSIVE + CLEAN + ["kill -9", "fire an email", "execute the plan", "sigterm", "Those people are rats",
+                                  "a" * 450, "3.14", "e.g.", "U.S.", "!!", "。", "！", "？", "\r\n", "\n\n", "\u2028",
+                                  "\t", "  ", " . ", "shit", "ｆｕｃｋ", "get rid of all of them", "sub-human"]
+    seps = ["", " ", "\n", ". ", "! ", "?", ".\n", "\r\n", "\t"]
+    return ["".join(rng.choice(pieces) + rng.choice(seps) for _ in range(rng.randint(0, 40))) for _ in range(count)]
+
+
+def test_sentences_and_scores_match_the_implementation_they_replaced() -> None:
+    for answer in varied_answers(5, 400) + ["word. " * 1_000, "x\n" * 700]:
+        sentences = split_sentences(answer)
+        assert sentences == old_split_sentences(answer), answer
+        for (new, new_rule), (old, old_rule) in zip(_score_sentences(sentences), old_score_sentences(sentences)):
+            assert new_rule == old_rule and abs(new - old) < 1e-12, answer
+        assert [prepare(s) for s in sentences] == [_TECHNICAL_KILL.sub("stop", fold(s).text) for s in sentences]
+
+
+def test_batch_scores_equal_single_scores() -> None:
+    from monitor.evaluation.local.offensive.model import TOKEN, load_model
+    from tools.export_offensive_model import sample_corpus
+
+    model = load_model()
+    texts = sample_corpus(sorted(model.terms), count=1000, seed=7) + ["", "x", "xyzzy plugh"]
+    batch = model.probabilities([TOKEN.findall(t.lower()) for t in texts])
+    assert max(abs(b - model.probability(t)) for b, t in zip(batch, texts)) < 1e-12
+    assert offensive_probabilities(texts) == batch  # word runs: the 1-character extras weigh nothing
+    assert model.probabilities([]) == []

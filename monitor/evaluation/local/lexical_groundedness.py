@@ -32,6 +32,7 @@ from monitor.evaluation.local.text import (
     bounded_view,
     stem,
     terms_of,
+    view_words,
     words,
 )
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
@@ -59,41 +60,54 @@ def negation_flips(answer: str, context: str) -> int:
     return _negation_flips(words(answer), words(context))
 
 
-def _negation_flips(answer_tokens: list[str], context_tokens: list[str]) -> int:
+def _negation_flips(answer_tokens: Sequence[str], context_tokens: Sequence[str]) -> int:
     if NEGATIONS.isdisjoint(answer_tokens):  # the usual answer: no need to read the context
         return 0
-    negated_in_context, present = set(), set()
-    last_negation = -_NEGATION_REACH - 1
-    for i, token in enumerate(context_tokens):
-        if token in NEGATIONS:
-            last_negation = i
-            continue
-        term = _term(token) if len(token) <= CACHED_TOKEN_CHARS else None
-        if term:
-            present.add(term)
-            if i - last_negation <= _NEGATION_REACH:
-                negated_in_context.add(term)
-    flips = 0
-    for i, token in enumerate(answer_tokens):
-        if token in NEGATIONS:
-            following = (_term(w) for w in answer_tokens[i + 1:i + 1 + _NEGATION_REACH] if len(w) <= CACHED_TOKEN_CHARS)
-            flips += any(t in present and t not in negated_in_context for t in following if t)
-    return flips
+    negations = [i for i, token in enumerate(answer_tokens) if token in NEGATIONS]
+    negated = [[t for w in answer_tokens[i + 1:i + 1 + _NEGATION_REACH] if (t := _term_of(w))] for i in negations]
+    if not any(negated):
+        return 0
+    present, negated_in_context = _context_terms(context_tokens)
+    return sum(any(t in present and t not in negated_in_context for t in following) for following in negated)
+
+
+def _term_of(token: str) -> str | None:
+    return _term(token) if len(token) <= CACHED_TOKEN_CHARS else None
+
+
+def _context_terms(tokens: Sequence[str]) -> tuple[set[str | None], set[str | None]]:
+    """(terms the context has, terms within reach after one of its negations)."""
+    # Distinct tokens only, and the negations found by list.index in C: a Python step per
+    # distinct token and per context negation, not per context token.
+    present = set(map(_term_of, set(tokens).difference(NEGATIONS)))
+    is_negation = list(map(NEGATIONS.__contains__, tokens))
+    negated: set[str | None] = set()
+    i = -1
+    while True:
+        try:
+            i = is_negation.index(True, i + 1)
+        except ValueError:
+            break
+        negated.update(_term_of(w) for w in tokens[i + 1:i + 1 + _NEGATION_REACH] if w not in NEGATIONS)
+    return present, negated
 
 
 def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
     """Term and term-bigram support of ``answer`` by ``context``; None when the answer has no content terms."""
-    answer_tokens = words(bounded_view(answer, *ANSWER_VIEW))
+    answer_tokens = view_words(bounded_view(answer, *ANSWER_VIEW))  # shared with the leak metric
     context_tokens = words(bounded_view(context, *CONTEXT_VIEW))
-    answer_terms, context_terms = terms_of(answer_tokens), terms_of(context_tokens)
+    answer_terms = terms_of(answer_tokens)
     if not answer_terms:
         return None
-    vocabulary = set(context_terms)
-    supported = sum(t in vocabulary for t in answer_terms)
-    unsupported = sorted({t for t in answer_terms if t not in vocabulary})
+    context_terms = terms_of(context_tokens)
+    # Intersections driven by the context's iterables: only the answer's few terms and bigrams
+    # are kept, and zip can reuse its pair when a pair is not.
+    found = set(answer_terms).intersection(context_terms)
+    supported = sum(map(found.__contains__, answer_terms))
+    unsupported = sorted(set(answer_terms).difference(found))
     bigrams = list(zip(answer_terms, answer_terms[1:]))
-    context_bigrams = set(zip(context_terms, context_terms[1:]))
-    bigram_support = sum(b in context_bigrams for b in bigrams) / len(bigrams) if bigrams else None
+    found_bigrams = set(bigrams).intersection(zip(context_terms, context_terms[1:]))
+    bigram_support = sum(map(found_bigrams.__contains__, bigrams)) / len(bigrams) if bigrams else None
     return {
         "value": supported / len(answer_terms),
         "content_terms": len(answer_terms),

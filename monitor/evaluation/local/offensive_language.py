@@ -34,7 +34,7 @@ from typing import Sequence
 from monitor.evaluation.local.normalise import fold
 from monitor.evaluation.local.offensive.model import load_model, model_loaded
 from monitor.evaluation.local.offload import run_cpu_bound
-from monitor.evaluation.local.text import bounded_view
+from monitor.evaluation.local.text import bounded_view, word_runs
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
 from monitor.model import Score, Turn
@@ -49,7 +49,10 @@ DEHUMANISING_SCORE = 0.95
 HEAD_CHARS, TAIL_CHARS = 16_384, 4_096
 PIECE_CHARS = 400
 MAX_PIECES = 600
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# A sentence ends at whitespace after . ! ? (or their full-width forms) and at a line break. The
+# pattern starts with a character class, so the regex engine skips to candidates in C; the
+# punctuation is captured and given back to its sentence.
+_SENTENCE_END = re.compile(r"([.!?。！？\n])(?:(?<=\n)|(?=\s))")
 
 _TECHNICAL_KILL = re.compile(
     r"\b(?:pkill|killall|sigkill|sigterm)\b"
@@ -76,10 +79,26 @@ _DEHUMANISING = re.compile(
 )
 
 
+# Every match of _TECHNICAL_KILL contains one of these: without them it cannot match, and the
+# substring tests (C, memchr-fast) are far cheaper than the pattern's attempt at every position.
+_TECHNICAL_KILL_WORDS = ("kill", "sigterm", "shoot", "fire", "execute")
+# Every match of _DEHUMANISING contains one of these as a whole word (the noun, the verb of
+# destruction, or the first word of "exterminate them"...): without one, the rule cannot fire.
+_DEHUMANISING_WORDS = frozenset(
+    "vermin rats cockroaches roaches parasites lice maggots insects animals beasts savages subhuman sub "
+    "untermenschen plague disease cancer infestation filth scum garbage trash exterminated eradicated wiped "
+    "gassed killed slaughtered eliminated purged cleansed hanged lynched burned die exterminate eradicate gas "
+    "kill wipe get".split()
+)
+
+
 def split_sentences(text: str) -> list[str]:
     """Non-empty sentences/lines of ``text``, each cut into pieces of at most 400 characters."""
     pieces: list[str] = []
-    for part in _SENTENCE_END.split(text):
+    parts = _SENTENCE_END.split(text)  # sentence, its end, sentence, its end, ..., sentence
+    for part in map(str.__add__, parts[0::2], parts[1::2] + [""]):
+        if len(pieces) >= MAX_PIECES:
+            break
         part = part.strip()
         while part and len(pieces) < MAX_PIECES:
             pieces.append(part[:PIECE_CHARS])
@@ -89,7 +108,10 @@ def split_sentences(text: str) -> list[str]:
 
 def prepare(sentence: str) -> str:
     """The sentence as the classifier should read it: folded, technical "kill" neutralised."""
-    return _TECHNICAL_KILL.sub("stop", fold(sentence).text)
+    folded = fold(sentence).text
+    if any(word in folded for word in _TECHNICAL_KILL_WORDS):
+        return _TECHNICAL_KILL.sub("stop", folded)
+    return folded
 
 
 def dehumanising(prepared: str) -> bool:
@@ -99,15 +121,19 @@ def dehumanising(prepared: str) -> bool:
 
 def offensive_probabilities(texts: list[str]) -> list[float]:
     """The classifier's probability per text (``profanity_check.predict_prob``'s values)."""
-    model = load_model()
-    return [model.probability(t) for t in texts]
+    return load_model().probabilities([word_runs(t.lower()) for t in texts])
 
 
 def _score_sentences(sentences: list[str]) -> list[tuple[float, bool]]:
     prepared = [prepare(s) for s in sentences]
-    probabilities = offensive_probabilities(prepared)
-    return [(DEHUMANISING_SCORE, True) if dehumanising(p) and DEHUMANISING_SCORE > prob else (prob, False)
-            for p, prob in zip(prepared, probabilities)]
+    # The classifier's tokens (runs of 2+ word characters; the 1-character runs word_runs adds
+    # are in no vocabulary) also gate the rule: most sentences have none of its words.
+    tokens = [word_runs(p.lower()) for p in prepared]
+    probabilities = load_model().probabilities(tokens)
+    return [(DEHUMANISING_SCORE, True)
+            if DEHUMANISING_SCORE > prob and not _DEHUMANISING_WORDS.isdisjoint(words) and dehumanising(p)
+            else (prob, False)
+            for p, words, prob in zip(prepared, tokens, probabilities)]
 
 
 class OffensiveLanguageEvaluator:

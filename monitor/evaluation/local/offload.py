@@ -10,9 +10,12 @@ __all__ = ["INLINE_MAX_CHARS", "run_cpu_bound", "run_inline_here"]
 
 T = TypeVar("T")
 
-# Measured on the reference machine: tokenising and set-matching ~2,000 characters takes well
-# under a millisecond, so smaller inputs run inline (an executor hop costs ~50-100 µs).
-INLINE_MAX_CHARS = 2_000
+# Measured on the reference machine (benchmarks/README-local.md, "Cost per evaluated turn"): the
+# local metrics read ASCII text at about 20 µs per KiB, so up to 24,000 characters (a 16 KiB
+# turn's answer and documents) cost about half a millisecond and run inline; the executor hop
+# itself costs 50-100 µs of CPU and, the work holding the GIL, frees the loop only at the
+# interpreter's 5 ms switch interval anyway.
+INLINE_MAX_CHARS = 24_000
 
 # True in the local worker process: its loop serves nothing else, so a thread hop only adds cost.
 _INLINE_ONLY: ContextVar[bool] = ContextVar("rag_monitor_cpu_inline_only", default=False)

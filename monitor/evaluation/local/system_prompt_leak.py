@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from monitor.evaluation.local.offload import run_cpu_bound
-from monitor.evaluation.local.text import bounded_view, words
+from monitor.evaluation.local.text import bounded_view, view_words, words
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
 from monitor.model import Score, Turn
@@ -39,7 +39,7 @@ def _instructions(system_prompt: str, documents: Sequence[str]) -> str:
     return text
 
 
-def _shingles(tokens: list[str]) -> set[tuple[str, ...]]:
+def _shingles(tokens: Sequence[str]) -> set[tuple[str, ...]]:
     return {tuple(tokens[i:i + SHINGLE]) for i in range(len(tokens) - SHINGLE + 1)}
 
 
@@ -49,7 +49,7 @@ def leak_share(answer: str, system_prompt: str, documents: Sequence[str] = ()) -
     prompt_shingles = _shingles(instructions)
     if not prompt_shingles:
         return None
-    answer_shingles = _shingles(words(bounded_view(answer, *VIEW)))
+    answer_shingles = _shingles(view_words(bounded_view(answer, *VIEW)))  # shared with lexical groundedness
     repeated = prompt_shingles & answer_shingles
     return {"value": len(repeated) / len(prompt_shingles), "instruction_shingles": len(prompt_shingles),
             "repeated_shingles": len(repeated)}

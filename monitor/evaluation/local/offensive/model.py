@@ -10,17 +10,22 @@ plain Python: per text, count the vocabulary tokens, weight them by idf, L2-norm
 product per fold. No per-call numpy set operations (the ``np.unique`` inside scikit-learn's
 vectoriser was most of the old cost), no scikit-learn at run time, nothing downloaded. The file
 is read once per process, on first use, never at import.
+
+:meth:`OffensiveModel.probabilities` scores the sentences of one answer together, with a few
+numpy calls for all of them rather than a Python step per term and fold: the same numbers to
+within rounding (about 1e-15), at about a third of the cost for a 4 KiB answer.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -57,6 +62,11 @@ class OffensiveModel:
     calibration: tuple[tuple[float, float], ...]
     """Per fold, the sigmoid ``(a, b)``: probability = 1 / (1 + exp(a * margin + b))."""
     source: str
+    rows: Mapping[str, int] = field(default_factory=dict, repr=False)
+    """Vocabulary term -> its row in ``idf`` and ``weighted`` (for :meth:`probabilities`)."""
+    idf: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    weighted: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
+    """idf x coefficient, one row per term, one column per fold."""
 
     def probability(self, text: str) -> float:
         """Probability that ``text`` is offensive (the mean of the folds' calibrated probabilities)."""
@@ -79,6 +89,29 @@ class OffensiveModel:
         for k, (a, b) in enumerate(self.calibration):
             total += _calibrated(dots[k] * scale + self.intercepts[k], a, b)
         return total / folds
+
+    def probabilities(self, token_lists: Sequence[Sequence[str]]) -> list[float]:
+        """:meth:`probability` of several texts, given as their tokens (``TOKEN.findall(text.lower())``)."""
+        n = len(token_lists)
+        if n == 0:
+            return []
+        flat = list(itertools.chain.from_iterable(token_lists))
+        rows = np.fromiter(map(self.rows.get, flat, itertools.repeat(-1)), dtype=np.intp, count=len(flat))
+        text = np.repeat(np.arange(n), [len(tokens) for tokens in token_lists])
+        known = rows >= 0  # out-of-vocabulary tokens (and English stop words) weigh nothing
+        rows, text = rows[known], text[known]
+        # The dot products are linear in the occurrences; the norm needs each term's count per text.
+        dots = np.stack([np.bincount(text, weights=self.weighted[rows, k], minlength=n) for k in range(len(self.intercepts))], 1)
+        vocabulary = len(self.idf)
+        keys, counts = np.unique(text * vocabulary + rows, return_counts=True)
+        x = counts * self.idf[keys % vocabulary]
+        norms = np.sqrt(np.bincount(keys // vocabulary, weights=x * x, minlength=n))
+        scale = np.divide(1.0, norms, out=np.zeros(n), where=norms > 0)
+        a, b = np.asarray(self.calibration).T
+        z = a * (dots * scale[:, None] + np.asarray(self.intercepts)) + b
+        e = np.exp(-np.abs(z))  # expit(-z) without overflow, as _calibrated does
+        calibrated = np.where(z >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
+        return [float(p) for p in calibrated.mean(axis=1)]
 
 
 def _check(condition: bool, message: str) -> None:
@@ -108,7 +141,10 @@ def read_model(path: Path) -> OffensiveModel:
     rows = np.column_stack([idf, coef.T]).tolist()
     terms = {term: tuple(row) for term, row in zip(vocabulary, rows)}
     _check(len(terms) == len(vocabulary), f"{path}: duplicate vocabulary terms")
-    return OffensiveModel(terms, intercepts, calibration, source)
+    # probabilities() is also given 1-character tokens (word_runs) and relies on them weighing nothing.
+    _check(min(map(len, vocabulary), default=2) >= 2, f"{path}: a vocabulary term shorter than two characters")
+    index = {term: i for i, term in enumerate(vocabulary)}
+    return OffensiveModel(terms, intercepts, calibration, source, index, idf, idf[:, None] * coef.T)
 
 
 @functools.cache

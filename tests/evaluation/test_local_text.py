@@ -1,0 +1,131 @@
+"""Local text handling: the fast paths give exactly what the plain implementations give.
+
+``words`` has an ASCII fast path (translate + split), ``terms_of`` a memo read in C, and
+``lexical_support`` / ``negation_flips`` were restructured for speed; each is compared here with
+the straightforward implementation it replaced, on varied generated inputs.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import unicodedata
+from typing import Any
+
+import pytest
+
+from monitor.evaluation.local import text
+from monitor.evaluation.local.lexical_groundedness import lexical_support
+from monitor.evaluation.local.text import (
+    NEGATIONS,
+    STOPWORDS,
+    bounded_view,
+    stem,
+    terms_of,
+    token_terms,
+    view_words,
+    words,
+)
+
+PIECES = [
+    "The", "batteries", "were", "charged", "not", "never", "without", "no", "tent", "is", "waterproof", "3000",
+    "mm", "2", "kg", "_id", "snake_case", "a", "I", "x", "don't", "can't", "e.g.", "U.S.A.", "self-hosted",
+    "ｆｕｌｌｗｉｄｔｈ", "ѕhіt", "café", "naïve", "é", "帐篷防水", "这款", "防", "ภาษาไทย", "カタカナ", "Straße",
+    "ﬁle", "½", "x²", "İstanbul", "rag_monitor_judge_request_duration_seconds_total_and_more",
+    "\u200b", "—", "’", "“quoted”", "…", "\t", "\n", "  ", ".", ",", "!", "?", "(", ")", "#", "@", "$",
+    "snake" * 9, "a1b2c3", "12345", "3.14", "nothing", "neither", "cannot",
+]
+
+
+def generated(seed: int, count: int = 300, ascii_only: bool = False) -> list[str]:
+    rng = random.Random(seed)
+    pool = [p for p in PIECES if p.isascii()] if ascii_only else PIECES
+    out = []
+    for _ in range(count):
+        n = rng.randint(0, 80)
+        out.append("".join(rng.choice(pool) + rng.choice(["", " ", " ", " ", "\n", ". "]) for _ in range(n)))
+    return out
+
+
+def reference_words(value: str) -> list[str]:
+    return re.findall(r"\w+", unicodedata.normalize("NFKC", value).lower())
+
+
+def reference_terms(tokens: list[str]) -> list[str]:
+    return [term for token in tokens for term in text._token_terms_uncached(token)]  # noqa: SLF001
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_words_and_terms_match_the_plain_implementation(ascii_only: bool) -> None:
+    for sample in generated(1 + ascii_only, ascii_only=ascii_only) + [bytes(range(128)).decode() * 3]:
+        assert words(sample) == reference_words(sample), sample
+        assert list(view_words(sample)) == reference_words(sample), sample
+        tokens = words(sample)
+        assert terms_of(tokens) == reference_terms(tokens), sample
+        assert terms_of(tokens) == reference_terms(tokens), sample  # again, from the warm memo
+        for token in tokens:
+            assert token_terms(token) == text._token_terms_uncached(token)  # noqa: SLF001
+
+
+def test_the_term_memo_is_bounded_and_replaced_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(text, "MEMO_TOKENS", 50)
+    monkeypatch.setattr(text, "_memo", {})
+    tokens = [f"word{i}" for i in range(200)]
+    assert terms_of(tokens) == reference_terms(tokens)
+    assert len(text._memo) <= 50  # noqa: SLF001
+
+
+# The implementation ``lexical_support`` had before it was restructured, kept as the reference.
+def _old_term(token: str) -> str | None:
+    return None if token in STOPWORDS or token in NEGATIONS or len(token) < 2 else stem(token)
+
+
+def _old_negation_flips(answer_tokens: list[str], context_tokens: list[str]) -> int:
+    if NEGATIONS.isdisjoint(answer_tokens):
+        return 0
+    negated_in_context, present = set(), set()
+    last_negation = -4
+    for i, token in enumerate(context_tokens):
+        if token in NEGATIONS:
+            last_negation = i
+            continue
+        term = _old_term(token) if len(token) <= 40 else None
+        if term:
+            present.add(term)
+            if i - last_negation <= 3:
+                negated_in_context.add(term)
+    flips = 0
+    for i, token in enumerate(answer_tokens):
+        if token in NEGATIONS:
+            following = (_old_term(w) for w in answer_tokens[i + 1:i + 4] if len(w) <= 40)
+            flips += any(t in present and t not in negated_in_context for t in following if t)
+    return flips
+
+
+def old_lexical_support(answer: str, context: str) -> dict[str, Any] | None:
+    answer_tokens = reference_words(bounded_view(answer, 16_384, 4_096))
+    context_tokens = reference_words(bounded_view(context, 49_152, 8_192))
+    answer_terms, context_terms = reference_terms(answer_tokens), reference_terms(context_tokens)
+    if not answer_terms:
+        return None
+    vocabulary = set(context_terms)
+    supported = sum(t in vocabulary for t in answer_terms)
+    unsupported = sorted({t for t in answer_terms if t not in vocabulary})
+    bigrams = list(zip(answer_terms, answer_terms[1:]))
+    context_bigrams = set(zip(context_terms, context_terms[1:]))
+    bigram_support = sum(b in context_bigrams for b in bigrams) / len(bigrams) if bigrams else None
+    return {"value": supported / len(answer_terms), "content_terms": len(answer_terms),
+            "bigram_support": bigram_support, "unsupported_terms": unsupported[:10],
+            "negation_flips": _old_negation_flips(answer_tokens, context_tokens)}
+
+
+def test_lexical_support_matches_the_implementation_it_replaced() -> None:
+    answers, contexts = generated(11, 200), generated(12, 200)
+    rng = random.Random(13)
+    for answer, context in zip(answers, contexts):
+        # Half the answers borrow the context's words, so supported terms and flips occur.
+        if rng.random() < 0.5:
+            answer = " ".join(rng.sample(context.split(), k=min(20, len(context.split())))) + " not " + answer
+        assert lexical_support(answer, context) == old_lexical_support(answer, context), (answer, context)
+    long_answer, long_context = " ".join(answers) * 3, " ".join(contexts) * 3  # past the bounded views
+    assert lexical_support(long_answer, long_context) == old_lexical_support(long_answer, long_context)
