@@ -35,6 +35,8 @@ _COMMON = tuple(w.encode() for w in (" the ", " and ", " you ", " to ", " of ", 
     # words an attack hidden this way tends to carry, so a short hidden order is found too
     " ignore ", " previous ", " instructions ", " system ", " prompt ", " rules ", " reveal ", " secret ", " password "))
 _ROT13 = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz", b"nopqrstuvwxyzabcdefghijklm")
+# The tokens that ROT13 or reversal turn into one of the common words.
+_TRANSFORMED_COMMON = frozenset(w.strip().translate(_ROT13) for w in _COMMON) | frozenset(w.strip()[::-1] for w in _COMMON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +117,13 @@ def decode_payloads(text: str) -> Decoded:
         found += [("hex", _hex(m.group())) for m in _limited(_SPACED_HEX.finditer(text))]
         found += [("binary", _binary(m.group())) for m in _limited(_SPACED_BINARY.finditer(text))]
     payloads = [(kind, decoded[:MAX_BLOB_CHARS]) for kind, decoded in found if decoded][:MAX_PAYLOADS]
-    lowered = b" " + b" ".join(raw.lower().split()) + b" "
+    tokens = raw.lower().split()
+    # A word counted in a transform is a whole token of the text, so the tokens that some
+    # transform turns into a common word bound the count from above: under three, neither
+    # transform can qualify, and the three counting passes are skipped (same result, less work).
+    if sum(map(_TRANSFORMED_COMMON.__contains__, tokens)) < 3:
+        return Decoded(tuple(t for _, t in payloads), tuple(k for k, _ in payloads))
+    lowered = b" " + b" ".join(tokens) + b" "
     plain = _common_words(lowered)
     for kind, transformed in (("rot13", lowered.translate(_ROT13)), ("reversed", lowered[::-1])):
         hits = _common_words(transformed)

@@ -27,7 +27,8 @@ from monitor.evaluation.local.jailbreak.decode import decode_payloads
 from monitor.evaluation.local.normalise import Folded, fold
 from monitor.evaluation.local.text import bounded_view
 
-__all__ = ["HASH_BITS", "HEAD_CHARS", "TAIL_CHARS", "STRUCTURAL", "Features", "extract"]
+__all__ = ["HASH_BITS", "HEAD_CHARS", "TAIL_CHARS", "CHAR_NGRAMS", "STRUCTURAL", "Features", "Prepared", "extract",
+           "prepare", "ngram_buckets", "structure_values", "PRIME", "MIX"]
 
 HASH_BITS = 18
 HEAD_CHARS = 4096
@@ -41,8 +42,10 @@ STRUCTURAL = (
     "persona_override",
 )
 
-_PRIME = np.uint64(1_099_511_628_211)
-_MIX = np.uint64(0x9E3779B97F4A7C15)
+PRIME = 1_099_511_628_211
+MIX = 0x9E3779B97F4A7C15
+_PRIME = np.uint64(PRIME)
+_MIX = np.uint64(MIX)
 _SHIFT = np.uint64(64 - HASH_BITS)
 
 _UPPER = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -68,6 +71,8 @@ _PERSONA_CUES = (
     "you are going to act as", "act as an ai", "role play as", "roleplay as", "immerse yourself", "amoral",
     "ethical guidelines", "never refuse", "lose tokens", "two responses", "not bound by",
 )
+_INDEX = {name: i for i, name in enumerate(STRUCTURAL)}
+_NOISE_CHARS = b"\\(){}[]*<>|^~`"
 _SIGNAL_MIN = {"invisible": 1, "tag_characters": 1, "confusables": 1, "leetspeak": 2, "spaced_letters": 1,
                "encoded_payload": 1, "obfuscated_payload": 1, "chat_template_tokens": 1, "role_headers": 1,
                "caps_phrases": 2, "noise_tokens": 3, "persona_override": 2}
@@ -119,21 +124,25 @@ def _role_headers(view: str) -> int:
     return count
 
 
-def _structure(raw_length: int, view: str, folded: Folded, decoded_kinds: tuple[str, ...]) -> np.ndarray:
+def structure_values(raw_length: int, view: str, folded: Folded, decoded_kinds: tuple[str, ...]) -> tuple[float, ...]:
+    """The :data:`STRUCTURAL` counts, before ``log1p`` (plain Python: the fast path uses them as they are)."""
     raw = view.encode("ascii", "ignore")
     letters = _ascii_count(raw, _LETTERS) or 1
     upper = _ascii_count(raw, _UPPER)
     tokens = max(1, folded.tokens)
     encoded = sum(k in ("base64", "base32", "hex", "binary") for k in decoded_kinds)
-    values = (
+    # Each regex below runs only when the characters it needs are present: an ordinary question
+    # has no brackets or runs of capitals, and skipping a scan is cheaper than running it.
+    noise = len(_NOISE.findall(view)) if _ascii_count(raw, _NOISE_CHARS) else 0
+    chat = len(_CHAT_TOKENS.findall(view)) if ("<" in view or "[" in view) else 0
+    return (
         math.log1p(raw_length), math.log1p(view.count("\n")), upper / letters,
-        _ascii_count(raw, _SYMBOLS) / max(1, len(view)), len(_CASE_FLIP.findall(view)) / tokens,
-        len(_NOISE.findall(view)), folded.invisible, folded.tags, folded.confusables, folded.leet, folded.spaced,
-        encoded, len(decoded_kinds) - encoded, len(_CHAT_TOKENS.findall(view)), _role_headers(view),
+        _ascii_count(raw, _SYMBOLS) / max(1, len(view)), len(_CASE_FLIP.findall(view)) / tokens if upper else 0.0,
+        noise, folded.invisible, folded.tags, folded.confusables, folded.leet, folded.spaced,
+        encoded, len(decoded_kinds) - encoded, chat, _role_headers(view),
         len(_CAPS_PHRASE.findall(view)) if upper >= 6 else 0,
         _persona_cues(folded.text),
     )
-    return np.array(values, dtype=np.float64)
 
 
 def _persona_cues(text: str) -> int:
@@ -141,17 +150,39 @@ def _persona_cues(text: str) -> int:
     return sum(cue in lowered for cue in _PERSONA_CUES)
 
 
-def extract(text: str) -> Features:
-    """Features of ``text`` (reads at most ``HEAD_CHARS + TAIL_CHARS`` characters of it)."""
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What both scoring paths read: the folded text with any decoded payload, the structural counts."""
+
+    body: str
+    """Folded text (single spaces between tokens), plus `` \\n `` and the folded payloads if any."""
+    decoded: bool
+    values: tuple[float, ...]
+    """:data:`STRUCTURAL` counts before ``log1p``."""
+    signals: tuple[str, ...]
+
+
+def prepare(text: str) -> Prepared:
+    """Fold and decode the bounded view of ``text`` and count its structure (no n-grams yet)."""
     view = bounded_view(text, HEAD_CHARS, TAIL_CHARS)
     decoded = decode_payloads(view)
     folded = fold(view)
     body = folded.text
     if decoded.texts:
         body = body + " \n " + fold(" ".join(decoded.texts)).text
+    values = structure_values(len(text), view, folded, decoded.kinds)
+    signals = tuple(name for name, least in _SIGNAL_MIN.items() if values[_INDEX[name]] >= least)
+    return Prepared(body, bool(decoded.texts), values, signals)
+
+
+def ngram_buckets(body: str) -> np.ndarray:
+    """The hashed bucket of every character and word n-gram occurrence of ``body``."""
     buckets = _char_buckets(f" {body} ") + _word_buckets(body.split())
-    structural = _structure(len(text), view, folded, decoded.kinds)
-    counts = dict(zip(STRUCTURAL, structural))
-    signals = tuple(name for name, least in _SIGNAL_MIN.items() if counts[name] >= least)
-    all_buckets = np.concatenate(buckets).astype(np.intp) if buckets else np.zeros(0, dtype=np.intp)
-    return Features(all_buckets, np.log1p(structural), signals)
+    return np.concatenate(buckets).astype(np.intp) if buckets else np.zeros(0, dtype=np.intp)
+
+
+def extract(text: str) -> Features:
+    """Features of ``text`` (reads at most ``HEAD_CHARS + TAIL_CHARS`` characters of it)."""
+    prepared = prepare(text)
+    structural = np.log1p(np.array(prepared.values, dtype=np.float64))
+    return Features(ngram_buckets(prepared.body), structural, prepared.signals)

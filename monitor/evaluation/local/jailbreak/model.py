@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from monitor.evaluation.local.jailbreak.features import HASH_BITS, STRUCTURAL, Features, extract
+from monitor.evaluation.local.jailbreak.fastpath import SparseTable, fast_eligible
+from monitor.evaluation.local.jailbreak.features import HASH_BITS, STRUCTURAL, Features, ngram_buckets, prepare
 
 __all__ = ["WEIGHTS_FILE", "Weights", "Verdict", "load_weights", "score_features", "score_text"]
 
@@ -44,6 +45,10 @@ class Weights:
     """The probability the training script chose as the default flag threshold."""
     trained_on: str
     """A one-line description of the training run (sources, counts, date)."""
+    table: SparseTable
+    """The bucket weights again, laid out for the plain-Python path of short texts."""
+    dense: tuple[tuple[float, float, float], ...]
+    """Per structural feature ``(mean, scale, weight)`` as Python floats (same path)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,15 +79,20 @@ def read_weights(path: Path) -> Weights:
         if names != STRUCTURAL:
             raise WeightsError(f"{path.name}: trained on structural features {names}, code has {STRUCTURAL}")
         calibration = data["calibration"]
+        buckets = _array(data, "buckets", (1 << HASH_BITS,))
+        structural = _array(data, "structural", (n,))
+        mean, scale = _array(data, "structural_mean", (n,)), _array(data, "structural_scale", (n,))
         return Weights(
-            buckets=_array(data, "buckets", (1 << HASH_BITS,)),
-            structural=_array(data, "structural", (n,)),
-            structural_mean=_array(data, "structural_mean", (n,)),
-            structural_scale=_array(data, "structural_scale", (n,)),
+            buckets=buckets,
+            structural=structural,
+            structural_mean=mean,
+            structural_scale=scale,
             bias=float(data["bias"]),
             calibration=(float(calibration[0]), float(calibration[1])),
             threshold=float(data["threshold"]),
             trained_on=str(data["trained_on"]),
+            table=SparseTable(buckets),
+            dense=tuple(zip(mean.tolist(), scale.tolist(), structural.tolist())),
         )
 
 
@@ -96,21 +106,40 @@ def load_weights() -> Weights:
 
 
 def margin(weights: Weights, features: Features) -> float:
-    """The model's raw score (log-odds before calibration)."""
+    """The model's raw score (log-odds before calibration), with numpy."""
     n = len(features.buckets)
-    sparse = float(weights.buckets[features.buckets].sum()) / math.sqrt(n) if n else 0.0
+    # Summed in float64: the float16-valued weights then add up exactly, in any order, so the
+    # plain-Python path of :func:`score_text` gives the very same sum.
+    sparse = float(weights.buckets[features.buckets].sum(dtype=np.float64)) / math.sqrt(n) if n else 0.0
     dense = (features.structural - weights.structural_mean) / weights.structural_scale
     return weights.bias + sparse + float(dense @ weights.structural)
 
 
+def _probability(weights: Weights, margin_value: float) -> float:
+    a, b = weights.calibration
+    z = a * margin_value + b
+    return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+
 def score_features(weights: Weights, features: Features) -> Verdict:
     """Calibrated probability for already extracted ``features``."""
-    a, b = weights.calibration
-    z = a * margin(weights, features) + b
-    probability = 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
-    return Verdict(probability, features.signals)
+    return Verdict(_probability(weights, margin(weights, features)), features.signals)
 
 
 def score_text(text: str, weights: Weights | None = None) -> Verdict:
-    """Calibrated probability that ``text`` is an attempt (bounded cost whatever its length)."""
-    return score_features(weights or load_weights(), extract(text))
+    """Calibrated probability that ``text`` is an attempt (bounded cost whatever its length).
+
+    Equal (to rounding) to ``score_features(weights, extract(text))``; short texts take a
+    plain-Python path (:mod:`.fastpath`), others the numpy one.
+    """
+    weights = weights or load_weights()
+    prepared = prepare(text)
+    if fast_eligible(prepared.body):
+        total, n = weights.table.total(prepared.body)
+    else:
+        buckets = ngram_buckets(prepared.body)
+        total, n = float(weights.buckets[buckets].sum(dtype=np.float64)), len(buckets)
+    value = weights.bias + (total / math.sqrt(n) if n else 0.0)
+    for raw, (mean, scale, weight) in zip(prepared.values, weights.dense):
+        value += (math.log1p(raw) - mean) / scale * weight
+    return Verdict(_probability(weights, value), prepared.signals)

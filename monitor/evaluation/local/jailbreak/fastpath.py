@@ -1,0 +1,149 @@
+"""The n-gram part of the margin for a short text, in plain Python, equal to the numpy path's.
+
+Why: the flag runs on every turn's question, usually 50-200 characters. For arrays that small
+numpy's fixed cost per call (some thirty calls to hash three n-gram sizes and two word n-gram
+kinds) is most of the detector's time, and the same words come back turn after turn.
+
+How: the sparse part of the margin is the sum of one weight per n-gram occurrence of
+``" " + body + " "`` (character 3-5-grams) and of ``body.split()`` (words and word pairs),
+divided by the square root of their count. The body's tokens are separated by single spaces, so
+every character window either lies inside one padded token ``" word "`` or has a space strictly
+inside it; the second kind is attributed to its first inner space and is fully determined by the
+three characters either side of that space. The sum therefore splits into three memoised parts:
+
+- per word: its windows inside ``" word "`` plus its unigram weight;
+- per inner space: the windows that first cross it (key: up to 7 characters around it);
+- per adjacent word pair: the bigram weight.
+
+Each part is computed with the same integer hash as :mod:`.features` (Python integers, reduced
+modulo 2**64 where numpy's uint64 wraps). The shipped weights are float16 values, so their
+float64 sums are exact in any order: this path and the numpy path give bit-identical sums.
+The memos are bounded (cleared when full), so memory stays flat whatever the traffic.
+"""
+
+from __future__ import annotations
+
+import zlib
+from array import array
+
+import numpy as np
+
+from monitor.evaluation.local.jailbreak.features import CHAR_NGRAMS, HASH_BITS, MIX, PRIME
+
+__all__ = ["MAX_FAST_CHARS", "MEMO_ENTRIES", "SparseTable", "fast_eligible"]
+
+MAX_FAST_CHARS = 1024
+"""Longer bodies go the numpy path: there the per-call cost is paid once for many n-grams."""
+MEMO_ENTRIES = 1 << 15
+"""Entries per memo before it is cleared (three memos of ~100 bytes an entry: a few MiB)."""
+
+_M64 = (1 << 64) - 1
+_SHIFT = 64 - HASH_BITS
+# features._char_buckets starts each n-gram's hash at n, then h = h * PRIME + code per
+# character: h = n * PRIME**n + sum(code_k * PRIME**(n-1-k)). The first term is a constant.
+_OFFSET = {n: n * pow(PRIME, n, 1 << 64) & _M64 for n in CHAR_NGRAMS}
+_O3, _O4, _O5 = _OFFSET[3], _OFFSET[4], _OFFSET[5]
+assert CHAR_NGRAMS == (3, 4, 5)  # the window loops below are written out for these sizes
+
+
+def fast_eligible(body: str) -> bool:
+    """Whether ``body`` has the shape the decomposition needs: short, printable (so no
+    whitespace but the ASCII space), tokens separated by exactly one space."""
+    return (len(body) <= MAX_FAST_CHARS and body.isprintable() and "  " not in body
+            and body[:1] != " " and body[-1:] != " ")
+
+
+def _count(length: int, words: int) -> int:
+    """How many n-gram occurrences the numpy path sums for a padded text of ``length`` characters."""
+    chars = sum(max(0, length - n + 1) for n in CHAR_NGRAMS)
+    return chars + 2 * words - 1 if words else chars
+
+
+class SparseTable:
+    """The n-gram weights as a flat float64 array, and the memos of the decomposition."""
+
+    def __init__(self, buckets: np.ndarray) -> None:
+        if len(buckets) != 1 << HASH_BITS:
+            raise ValueError(f"expected {1 << HASH_BITS} bucket weights, got {len(buckets)}")
+        self._w = array("d", np.ascontiguousarray(buckets, dtype=np.float64).tobytes())
+        self._words: dict[str, float] = {}
+        self._joints: dict[str, float] = {}
+        self._pairs: dict[str, float] = {}
+
+    def total(self, body: str) -> tuple[float, int]:
+        """Sum of the n-gram weights of ``body`` (which must be :func:`fast_eligible`) and their count."""
+        if not body:
+            return 0.0, 0
+        words = body.split(" ")
+        padded = f" {body} "
+        words_memo, joints_memo, pairs_memo = self._words, self._joints, self._pairs
+        total = 0.0
+        pos = 1  # index in ``padded`` where the current word starts
+        last = len(words) - 1
+        for i, word in enumerate(words):
+            part = words_memo.get(word)
+            if part is None:
+                part = self._remember(words_memo, word, self._word(word))
+            total += part
+            end = pos + len(word)  # the space after the word
+            if i < last:
+                key = padded[end - 3 if end >= 3 else 0:end + 4]
+                part = joints_memo.get(key)
+                if part is None:
+                    part = self._remember(joints_memo, key, self._joint(key, 3 if end >= 3 else end))
+                total += part
+                pair = padded[pos:end + 1 + len(words[i + 1])]
+                part = pairs_memo.get(pair)
+                if part is None:
+                    part = self._remember(pairs_memo, pair, self._pair(word, words[i + 1]))
+                total += part
+            pos = end + 1
+        return total, _count(len(padded), len(words))
+
+    @staticmethod
+    def _remember(memo: dict[str, float], key: str, value: float) -> float:
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()  # bounded: a burst of new words costs recomputation, never memory
+        memo[key] = value
+        return value
+
+    def _bucket(self, h: int) -> float:
+        return self._w[((h & _M64) * MIX & _M64) >> _SHIFT]
+
+    def _word(self, word: str) -> float:
+        """Windows inside ``" word "`` plus the word's unigram weight."""
+        w = self._w
+        total = w[((zlib.crc32(word.encode()) + 7) * MIX & _M64) >> _SHIFT]
+        codes = [32, *map(ord, word), 32]
+        size = len(codes)
+        for a in range(size - 2):
+            h = (codes[a] * PRIME + codes[a + 1]) * PRIME + codes[a + 2]
+            total += self._bucket(h + _O3)
+            if a + 3 < size:
+                h = (h & _M64) * PRIME + codes[a + 3]
+                total += self._bucket(h + _O4)
+                if a + 4 < size:
+                    h = (h & _M64) * PRIME + codes[a + 4]
+                    total += self._bucket(h + _O5)
+        return total
+
+    def _joint(self, key: str, space: int) -> float:
+        """Windows of ``key`` whose first inner character that is a space is ``key[space]``."""
+        total = 0.0
+        codes = list(map(ord, key))
+        for a in range(max(0, space - 3), space):
+            if " " in key[a + 1:space]:
+                continue  # an earlier inner space: that space's joint has this window
+            for b in range(space + 2, min(len(key), a + 5) + 1):
+                if b - a < 3:
+                    continue
+                h = b - a
+                for code in codes[a:b]:
+                    h = (h * PRIME + code) & _M64
+                total += self._w[(h * MIX & _M64) >> _SHIFT]
+        return total
+
+    def _pair(self, first: str, second: str) -> float:
+        """The word-bigram weight (features._word_buckets: crc32 ids, one polynomial step)."""
+        a, b = zlib.crc32(first.encode()), zlib.crc32(second.encode())
+        return self._w[((a * PRIME + b + 11) * MIX & _M64) >> _SHIFT]
