@@ -11,8 +11,8 @@ Reports, with the weights the package ships:
   * detector latency p50/p99 per question over the held-out texts (CPU time, one thread);
   * per evaluated turn of 1, 4 and 16 KiB, CPU p50/p95/p99 of the default local set in process: the
     stage's jailbreak flag and each metric (the jailbreak evaluator reuses the flag, as online);
-  * the same turns with ``local_workers: 1``: the serving process's CPU per turn (flag, pickling,
-    pipes) and the worker process's mean CPU per turn;
+  * the same turns with ``local_workers: 1``: CPU p50/p95/p99 per turn of the serving process (flag,
+    pickling, pipes) and of the worker process (its threads' schedstat, read between turns);
   * the cost curve: the detector and each local metric on inputs of 1 KiB to 1 MiB, plain and
     hostile ("aim " repeated, one unbroken word), the largest single call in milliseconds;
   * the event loop's longest lag (a 1 ms heartbeat) while 1 MiB turns go through the evaluation
@@ -118,13 +118,19 @@ async def per_turn_costs(n: int, chars: int) -> dict[str, list[float]]:
 
 
 def _child_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of all the process's threads: from /proc/<pid>/task/*/schedstat (nanoseconds, the
+    scheduler's own accounting), else /proc/<pid>/stat (10 ms ticks)."""
+    try:
+        return sum(int((task / "schedstat").read_text().split()[0])
+                   for task in Path(f"/proc/{pid}/task").iterdir()) / 1e9
+    except (OSError, ValueError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def pooled_costs(n: int, chars: int) -> tuple[list[float], float]:
-    """With ``local_workers: 1``: CPU ms of the serving process per turn (flag, pickling, pipes),
-    one turn at a time, and the worker's mean CPU ms per turn (from /proc, 10 ms ticks)."""
+async def pooled_costs(n: int, chars: int) -> tuple[list[float], list[float]]:
+    """With ``local_workers: 1``: CPU ms per turn, one turn at a time, of the serving process
+    (flag, pickling, pipes) and of the worker process (read between turns, outside the timing)."""
     from monitor.evaluation.stage import offload_local
     from monitor.telemetry import NullTelemetry
 
@@ -138,14 +144,15 @@ async def pooled_costs(n: int, chars: int) -> tuple[list[float], float]:
         for i in range(3):
             await asyncio.gather(*(e.evaluate(detector.mark(_fresh(_turn(rng, 200), -1 - i))) for e in staged))
         (pid,) = pool.pids
-        child0, own = _child_cpu_seconds(pid), []
+        own, child = [], []
         for i in range(n):
             turn = _fresh(_turn(rng, chars), i)
+            child0 = _child_cpu_seconds(pid)
             t0 = time.process_time()
             marked = detector.mark(turn)
             await asyncio.gather(*(e.evaluate(marked) for e in staged))
             own.append((time.process_time() - t0) * 1000)
-        child = (_child_cpu_seconds(pid) - child0) * 1000 / n
+            child.append((_child_cpu_seconds(pid) - child0) * 1000)
     finally:
         await pool.shutdown(asyncio.get_running_loop().time() + 5)
     return own, child
@@ -247,8 +254,8 @@ def main() -> None:
             print(f"in process, {chars // 1024} KiB turns, CPU ms p50 / p95 / p99: " + "; ".join(
                 f"{name} {_pcts(v)}" for name, v in costs.items()))
             own, child = asyncio.run(pooled_costs(args.turns, chars))
-            print(f"local_workers 1, {chars // 1024} KiB turns: serving process {_pcts(own)} ms; worker mean "
-                  f"{child:.2f} ms per turn")
+            print(f"local_workers 1, {chars // 1024} KiB turns, CPU ms p50 / p95 / p99: serving process {_pcts(own)}; "
+                  f"worker process {_pcts(child)}")
         print("largest single call (ms): " + ", ".join(
             f"{shape} {size // 1024} KiB {ms:.1f}" for shape, size, ms in asyncio.run(cost_curve())))
         for workers in (0, 1):

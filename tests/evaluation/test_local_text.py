@@ -67,12 +67,19 @@ def test_words_and_terms_match_the_plain_implementation(ascii_only: bool) -> Non
             assert token_terms(token) == text._token_terms_uncached(token)  # noqa: SLF001
 
 
-def test_the_term_memo_is_bounded_and_replaced_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(text, "MEMO_TOKENS", 50)
-    monkeypatch.setattr(text, "_memo", {})
+def test_the_term_table_is_bounded_and_replaced_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(text.TermTable, "MAX_TOKENS", 50)
+    monkeypatch.setattr(text, "_table", text.TermTable())
     tokens = [f"word{i}" for i in range(200)]
-    assert terms_of(tokens) == reference_terms(tokens)
-    assert len(text._memo) <= 50  # noqa: SLF001
+    for start in range(0, 200, 20):  # a table in use is never swapped mid-call, only between calls
+        assert terms_of(tokens[start:start + 20]) == reference_terms(tokens[start:start + 20])
+    assert len(text.term_table().tokens) <= 70
+    long_token = "x" * 100_000
+    monkeypatch.setattr(text, "_table", text.TermTable())
+    monkeypatch.setattr(text.TermTable, "MAX_CHARS", 150_000)
+    assert terms_of([long_token, "tent", long_token]) == [long_token, "tent", long_token]
+    full = text._table  # noqa: SLF001
+    assert full.full and text.term_table() is not full  # 200,000 characters held: the next call gets a new one
 
 
 # The implementation ``lexical_support`` had before it was restructured, kept as the reference.

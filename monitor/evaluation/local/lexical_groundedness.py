@@ -23,15 +23,19 @@ from __future__ import annotations
 import functools
 from typing import Any, Sequence
 
+import numpy as np
+
 from monitor.evaluation.inputs import resolve_context
 from monitor.evaluation.local.offload import run_cpu_bound
 from monitor.evaluation.local.text import (
     CACHED_TOKEN_CHARS,
     NEGATIONS,
     STOPWORDS,
+    TERM_BITS,
     bounded_view,
+    code_points,
     stem,
-    terms_of,
+    term_table,
     view_words,
     words,
 )
@@ -96,25 +100,38 @@ def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
     """Term and term-bigram support of ``answer`` by ``context``; None when the answer has no content terms."""
     answer_tokens = view_words(bounded_view(answer, *ANSWER_VIEW))  # shared with the leak metric
     context_tokens = words(bounded_view(context, *CONTEXT_VIEW))
-    answer_terms = terms_of(answer_tokens)
-    if not answer_terms:
+    # Terms as integer ids (one join per text, then numpy): see TermTable.
+    table = term_table()
+    answer_ids = code_points(table.encode(answer_tokens))
+    if not answer_ids.size:
         return None
-    context_terms = terms_of(context_tokens)
-    # Intersections driven by the context's iterables: only the answer's few terms and bigrams
-    # are kept, and zip can reuse its pair when a pair is not.
-    found = set(answer_terms).intersection(context_terms)
-    supported = sum(map(found.__contains__, answer_terms))
-    unsupported = sorted(set(answer_terms).difference(found))
-    bigrams = list(zip(answer_terms, answer_terms[1:]))
-    found_bigrams = set(bigrams).intersection(zip(context_terms, context_terms[1:]))
-    bigram_support = sum(map(found_bigrams.__contains__, bigrams)) / len(bigrams) if bigrams else None
+    context_ids = code_points(table.encode(context_tokens))
+    in_context = np.zeros(len(table.terms), dtype=bool)  # ids are dense: a lookup table beats np.isin's sort
+    in_context[context_ids] = True
+    supported = in_context[answer_ids]
+    unsupported = sorted(map(table.terms.__getitem__, np.unique(answer_ids[~supported]).tolist()))
+    bigrams = len(answer_ids) - 1
+    found_bigrams = _found(_bigram_keys(answer_ids), _bigram_keys(context_ids)) if bigrams else 0
     return {
-        "value": supported / len(answer_terms),
-        "content_terms": len(answer_terms),
-        "bigram_support": bigram_support,
+        "value": float(supported.sum()) / len(answer_ids),
+        "content_terms": len(answer_ids),
+        "bigram_support": float(found_bigrams) / bigrams if bigrams else None,
         "unsupported_terms": unsupported[:_MAX_LISTED],
         "negation_flips": _negation_flips(answer_tokens, context_tokens),
     }
+
+
+def _bigram_keys(ids: np.ndarray) -> np.ndarray:
+    return (ids[:-1] << TERM_BITS) | ids[1:]
+
+
+def _found(keys: np.ndarray, among: np.ndarray) -> int:
+    """How many of ``keys`` occur in ``among`` (a sort and a binary search: 4x np.isin here)."""
+    if not among.size:
+        return 0
+    ordered = np.sort(among)
+    at = np.minimum(np.searchsorted(ordered, keys), len(ordered) - 1)
+    return int((ordered[at] == keys).sum())
 
 
 class LexicalGroundednessEvaluator:

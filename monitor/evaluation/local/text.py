@@ -9,13 +9,15 @@ character bigrams, which is how their words are usually matched without a dictio
 from __future__ import annotations
 
 import functools
-import itertools
 import re
+import threading
 import unicodedata
-from typing import Sequence
+from typing import Iterable, Sequence
 
-__all__ = ["words", "word_runs", "view_words", "content_words", "terms", "terms_of", "token_terms", "stem", "bounded_view",
-           "NEGATIONS", "STOPWORDS"]
+import numpy as np
+
+__all__ = ["words", "word_runs", "view_words", "content_words", "terms", "terms_of", "token_terms", "TermTable",
+           "term_table", "code_points", "TERM_BITS", "stem", "bounded_view", "NEGATIONS", "STOPWORDS"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # ASCII characters that are not word characters (``\w``), mapped to a space: on ASCII text,
@@ -111,9 +113,6 @@ def _strip_suffix(word: str) -> str:
 CACHED_TOKEN_CHARS = 40
 
 
-MEMO_TOKENS = 65_536
-
-
 def _token_terms_uncached(token: str) -> tuple[str, ...]:
     if _SPACELESS.search(token):
         return tuple(token[i:i + 2] for i in range(max(1, len(token) - 1)))
@@ -122,73 +121,104 @@ def _token_terms_uncached(token: str) -> tuple[str, ...]:
     return ()
 
 
-# token -> its one term, or "" when it gives none (a stopword, a lone letter); only tokens of at
-# most CACHED_TOKEN_CHARS that give at most one term (not runs of spaceless scripts). A plain
-# dict of strings, so ``terms_of`` is ``map(dict.get)`` then ``filter`` — no Python step per
-# token. When full it is replaced, not cleared: a thread still reading the old one (the
-# executor runs metrics concurrently) keeps a complete table.
-_memo: dict[str, str] = {}
-
-
 def token_terms(token: str) -> tuple[str, ...]:
     """The terms one token contributes: its stem, its character bigrams, or none (a stopword)."""
-    found = _memo.get(token)
-    if found is not None:
-        return (found,) if found else ()
-    return _remember(token)
+    table = term_table()
+    return tuple(table.terms[i] for i in code_points(table.codes_of(token)).tolist())
 
 
-def _remember(token: str) -> tuple[str, ...]:
-    global _memo
-    found = _token_terms_uncached(token)
-    if len(token) <= CACHED_TOKEN_CHARS and len(found) <= 1:
-        memo = _memo
-        if len(memo) >= MEMO_TOKENS:
-            _memo = memo = {}
-        memo[token] = found[0] if found else ""
-    return found
+_CODE_BASE = 0x10000  # term codes start past the surrogates, which UTF-32 cannot encode
+TERM_BITS = 20  # every term id is below 2**20: code points stop at 0x10FFFF
+
+
+class _TokenCodes(dict[str, str]):
+    """token -> the codes of its terms; a token not seen yet is worked out on lookup."""
+
+    def __init__(self, table: "TermTable") -> None:
+        super().__init__()
+        self._table = table
+
+    def __missing__(self, token: str) -> str:
+        return self._table.codes_of(token)
+
+
+class TermTable:
+    """Terms numbered as they are first met, and each token's terms as a string of code points.
+
+    :meth:`encode` turns a token list into one string, one code point per term (stopwords give
+    none, a run of a spaceless script one per bigram): a single ``join`` over a dict lookup per
+    token, in C; only a token not seen before runs Python (``__missing__``). Numpy reads the
+    string as integers (:func:`code_points`), so comparing terms and term bigrams of two texts
+    is integer work in C rather than a Python step or a hashed tuple per term. Bounded: the
+    table in use is replaced (:func:`term_table`) once it holds MAX_TOKENS tokens, MAX_TERMS
+    terms or MAX_CHARS characters; a caller keeps the table it started with, so ids stay
+    consistent within a call.
+    """
+
+    MAX_TOKENS, MAX_TERMS, MAX_CHARS = 65_536, 262_144, 4_000_000
+
+    def __init__(self) -> None:
+        self.tokens = _TokenCodes(self)
+        self.terms: list[str] = []
+        self._codes: dict[str, str] = {}
+        self.chars = 0
+        self._lock = threading.Lock()  # the executor may run two metrics' misses at once
+
+    @property
+    def full(self) -> bool:
+        return (len(self.tokens) >= self.MAX_TOKENS or len(self.terms) >= self.MAX_TERMS
+                or self.chars >= self.MAX_CHARS)
+
+    def encode(self, tokens: Iterable[str]) -> str:
+        """The codes of ``tokens``' terms, in order."""
+        return "".join(map(self.tokens.__getitem__, tokens))
+
+    def decode(self, codes: str) -> list[str]:
+        """The terms of ``codes``."""
+        return list(map(self.terms.__getitem__, code_points(codes).tolist()))
+
+    def codes_of(self, token: str) -> str:
+        """The codes of one token's terms (remembered)."""
+        found = self.tokens.get(token)
+        if found is not None:
+            return found
+        with self._lock:
+            codes = "".join(map(self._code, _token_terms_uncached(token)))
+            # Long tokens too (a repeated one would otherwise be worked out at each occurrence):
+            # MAX_CHARS bounds what they hold.
+            dict.__setitem__(self.tokens, token, codes)
+            self.chars += len(token)
+        return codes
+
+    def _code(self, term: str) -> str:
+        code = self._codes.get(term)
+        if code is None:
+            code = self._codes[term] = chr(_CODE_BASE + len(self.terms))
+            self.terms.append(term)
+            self.chars += len(term)
+        return code
+
+
+_table = TermTable()
+
+
+def term_table() -> TermTable:
+    """The table in use (a new one once the current one is full)."""
+    global _table
+    if _table.full:
+        _table = TermTable()
+    return _table
+
+
+def code_points(codes: str) -> np.ndarray:
+    """Term ids of a :meth:`TermTable.encode` string, as int64."""
+    return np.frombuffer(codes.encode("utf-32-le"), dtype=np.uint32).astype(np.int64) - _CODE_BASE
 
 
 def terms_of(tokens: Sequence[str]) -> list[str]:
     """:func:`terms` of text already split by :func:`words` (so callers tokenise once)."""
-    looked_up: list[str | tuple[str, ...] | None] = list(map(_memo.get, tokens))
-    if None in looked_up and _fill_misses(looked_up, tokens):
-        return _flatten(looked_up)
-    return list(filter(None, looked_up))  # type: ignore[arg-type]  # only strings are left
-
-
-def _flatten(looked_up: list[str | tuple[str, ...] | None]) -> list[str]:
-    """The slow path, for text with runs of spaceless scripts (a tuple of bigrams per run)."""
-    out: list[str] = []
-    for found in looked_up:
-        if isinstance(found, str):
-            if found:
-                out.append(found)
-        elif found:
-            out.extend(found)
-    return out
-
-
-def _fill_misses(looked_up: list[str | tuple[str, ...] | None], tokens: Sequence[str]) -> bool:
-    """Put each missing token's terms in place; whether any gave several (then a tuple is there)."""
-    # list.index finds each miss in C, so a warm memo with one long token (an identifier) costs
-    # one scan, not a Python step per token. ``seen`` keeps a repeated long token from being
-    # worked out again within the call.
-    seen: dict[str, tuple[str, ...]] = {}
-    several = False
-    i = 0
-    while True:
-        try:
-            i = looked_up.index(None, i)
-        except ValueError:
-            return several
-        token = tokens[i]
-        found = seen.get(token)
-        if found is None:
-            found = seen[token] = _remember(token)
-        looked_up[i] = found[0] if len(found) == 1 else found
-        several = several or len(found) > 1
-        i += 1
+    table = term_table()
+    return table.decode(table.encode(tokens))
 
 
 def terms(text: str) -> list[str]:
