@@ -33,6 +33,8 @@ __all__ = ["WEIGHTS_FILE", "FORMAT_VERSION", "TOKEN", "ModelError", "OffensiveMo
            "model_loaded"]
 
 WEIGHTS_FILE = "weights.npz"
+_CODE_BASE = 0x10000  # row codes start past the surrogates, which UTF-32 cannot encode
+_NOTHING = itertools.repeat("")  # the default of codes.get for every token (endless, shared)
 FORMAT_VERSION = 1
 # scikit-learn's default token_pattern, which the shipped vectoriser was fitted with (the export
 # script refuses a vectoriser with any other).
@@ -62,11 +64,14 @@ class OffensiveModel:
     calibration: tuple[tuple[float, float], ...]
     """Per fold, the sigmoid ``(a, b)``: probability = 1 / (1 + exp(a * margin + b))."""
     source: str
-    rows: Mapping[str, int] = field(default_factory=dict, repr=False)
-    """Vocabulary term -> its row in ``idf`` and ``weighted`` (for :meth:`probabilities`)."""
+    codes: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Vocabulary term -> its row in ``idf`` and ``weighted`` as one code point (chr(0x10000 + row))."""
     idf: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     weighted: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
     """idf x coefficient, one row per term, one column per fold."""
+    intercept_row: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    sigmoid: np.ndarray = field(default_factory=lambda: np.zeros((2, 0)), repr=False)
+    """The calibrations' ``a`` (row 0) and ``b`` (row 1), one column per fold."""
 
     def probability(self, text: str) -> float:
         """Probability that ``text`` is offensive (the mean of the folds' calibrated probabilities)."""
@@ -95,23 +100,29 @@ class OffensiveModel:
         n = len(token_lists)
         if n == 0:
             return []
-        flat = list(itertools.chain.from_iterable(token_lists))
-        rows = np.fromiter(map(self.rows.get, flat, itertools.repeat(-1)), dtype=np.intp, count=len(flat))
-        text = np.repeat(np.arange(n), [len(tokens) for tokens in token_lists])
-        known = rows >= 0  # out-of-vocabulary tokens (and English stop words) weigh nothing
-        rows, text = rows[known], text[known]
-        # The dot products are linear in the occurrences; the norm needs each term's count per text.
-        dots = np.stack([np.bincount(text, weights=self.weighted[rows, k], minlength=n) for k in range(len(self.intercepts))], 1)
+        # Each text's vocabulary tokens as a string of code points (one per token; unknown
+        # tokens and English stop words give none and weigh nothing): one join per text in C,
+        # read by numpy as row numbers.
+        known = ["".join(map(self.codes.get, tokens, _NOTHING)) for tokens in token_lists]
+        lengths = np.array(list(map(len, known)), dtype=np.intp)
+        rows = np.frombuffer("".join(known).encode("utf-32-le"), dtype=np.uint32).astype(np.intp) - _CODE_BASE
+        # The dot products are linear in the occurrences (one sum per text over its contiguous
+        # rows); the norm needs each term's count per text.
+        dots = np.zeros((n, len(self.intercepts)))
+        has = lengths > 0
+        if rows.size:
+            starts = np.cumsum(lengths) - lengths
+            dots[has] = np.add.reduceat(self.weighted[rows], starts[has], axis=0)
         vocabulary = len(self.idf)
-        keys, counts = np.unique(text * vocabulary + rows, return_counts=True)
+        keys, counts = np.unique(np.repeat(np.arange(n), lengths) * vocabulary + rows, return_counts=True)
         x = counts * self.idf[keys % vocabulary]
         norms = np.sqrt(np.bincount(keys // vocabulary, weights=x * x, minlength=n))
         scale = np.divide(1.0, norms, out=np.zeros(n), where=norms > 0)
-        a, b = np.asarray(self.calibration).T
-        z = a * (dots * scale[:, None] + np.asarray(self.intercepts)) + b
+        a, b = self.sigmoid
+        z = a * (dots * scale[:, None] + self.intercept_row) + b
         e = np.exp(-np.abs(z))  # expit(-z) without overflow, as _calibrated does
         calibrated = np.where(z >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
-        return [float(p) for p in calibrated.mean(axis=1)]
+        return calibrated.mean(axis=1).tolist()
 
 
 def _check(condition: bool, message: str) -> None:
@@ -143,8 +154,9 @@ def read_model(path: Path) -> OffensiveModel:
     _check(len(terms) == len(vocabulary), f"{path}: duplicate vocabulary terms")
     # probabilities() is also given 1-character tokens (word_runs) and relies on them weighing nothing.
     _check(min(map(len, vocabulary), default=2) >= 2, f"{path}: a vocabulary term shorter than two characters")
-    index = {term: i for i, term in enumerate(vocabulary)}
-    return OffensiveModel(terms, intercepts, calibration, source, index, idf, idf[:, None] * coef.T)
+    codes = {term: chr(_CODE_BASE + i) for i, term in enumerate(vocabulary)}
+    return OffensiveModel(terms, intercepts, calibration, source, codes, idf, idf[:, None] * coef.T,
+                          np.asarray(intercepts), np.asarray(calibration, dtype=np.float64).T.copy())
 
 
 @functools.cache
