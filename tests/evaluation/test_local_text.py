@@ -24,6 +24,7 @@ from monitor.evaluation.local.text import (
     terms_of,
     token_terms,
     view_words,
+    word_runs,
     words,
 )
 
@@ -33,13 +34,17 @@ PIECES = [
     "ｆｕｌｌｗｉｄｔｈ", "ѕhіt", "café", "naïve", "é", "帐篷防水", "这款", "防", "ภาษาไทย", "カタカナ", "Straße",
     "ﬁle", "½", "x²", "İstanbul", "rag_monitor_judge_request_duration_seconds_total_and_more",
     "\u200b", "—", "’", "“quoted”", "…", "\t", "\n", "  ", ".", ",", "!", "?", "(", ")", "#", "@", "$",
-    "snake" * 9, "a1b2c3", "12345", "3.14", "nothing", "neither", "cannot",
+    "snake" * 9, "a1b2c3", "12345", "3.14", "nothing", "neither", "cannot", "\u00a0", "•", "\u2028", "\U0001f600",
+    "\ud800", "it’s", "—so", "«non»", "k\u0301", "a\u0338",
 ]
 
 
-def generated(seed: int, count: int = 300, ascii_only: bool = False) -> list[str]:
+TYPOGRAPHIC = [p for p in PIECES if all(c.isascii() or not c.isalnum() for c in p)]  # ASCII words, ’ “ — …
+
+
+def generated(seed: int, count: int = 300, ascii_only: bool = False, pool: list[str] = PIECES) -> list[str]:
     rng = random.Random(seed)
-    pool = [p for p in PIECES if p.isascii()] if ascii_only else PIECES
+    pool = [p for p in pool if p.isascii()] if ascii_only else pool
     out = []
     for _ in range(count):
         n = rng.randint(0, 80)
@@ -55,9 +60,10 @@ def reference_terms(tokens: list[str]) -> list[str]:
     return [term for token in tokens for term in text._token_terms_uncached(token)]  # noqa: SLF001
 
 
-@pytest.mark.parametrize("ascii_only", [True, False])
-def test_words_and_terms_match_the_plain_implementation(ascii_only: bool) -> None:
-    for sample in generated(1 + ascii_only, ascii_only=ascii_only) + [bytes(range(128)).decode() * 3]:
+@pytest.mark.parametrize(("ascii_only", "pool"), [(True, PIECES), (False, PIECES), (False, TYPOGRAPHIC)])
+def test_words_and_terms_match_the_plain_implementation(ascii_only: bool, pool: list[str]) -> None:
+    for sample in generated(1 + ascii_only, ascii_only=ascii_only, pool=pool) + [bytes(range(128)).decode() * 3]:
+        assert word_runs(sample) == re.findall(r"\w+", sample), sample
         assert words(sample) == reference_words(sample), sample
         assert list(view_words(sample)) == reference_words(sample), sample
         tokens = words(sample)
