@@ -197,3 +197,65 @@ def agent_injection_bench(w: Wheels) -> Iterator[Example]:
     for row in jsonl(w.text("agent-injection-bench", "aib/data/attacks.jsonl")):
         if row["family"] != "control":
             yield Example(row["injected"], 1, "agent-injection-bench/attacks", row["family"])
+
+
+# antler's techniques that carry the attempt by themselves (instruction overrides, evil persona,
+# "you have been updated", refusal suppression, fake system prompt, threats, code framing); its
+# mild ones (sympathy, "give 10 answers", bullet points) only join them, so a text that is
+# harmless on its own is not labelled an attack. Its encoding and letter-spacing techniques are
+# what augment.py already does.
+_ANTLER_STRONG = ("ignoreinstructions", "ignoretraining", "roleplay", "defineability", "hypotheticalscenario",
+                  "refusalsuppression", "markup", "escapeuserprompt", "obfuscatingcode", "convincemissingknowledge",
+                  "threaten", "stressingimportance")
+_ANTLER_MILD = ("acceptingprefix", "describinganswerformat", "indirectrequest", "limitingoutput", "repetition",
+                "requestmultipleanswers", "sympathy", "taggingprefix", "altertext", "nonnaturallanguage")
+
+
+def _antler_template(w: Wheels, name: str) -> str:
+    """The string ``applyTechnique`` returns, with ``{query}`` where antler puts the prompt."""
+    tree = ast.parse(w.text("antler", f"antler/techniques/{name}.py"))
+    method = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "applyTechnique")
+    value = next(n.value for n in ast.walk(method) if isinstance(n, ast.Return))
+    if isinstance(value, ast.JoinedStr):
+        return "".join(str(v.value) if isinstance(v, ast.Constant) else "{query}" for v in value.values)
+    if isinstance(value, ast.BinOp) and isinstance(value.left, ast.Constant):  # "...%s..." % prompt
+        return str(value.left.value).replace("%s", "{query}")
+    raise ValueError(f"antler technique {name}: unexpected return {ast.dump(value)[:80]}")
+
+
+def antler_techniques(w: Wheels) -> Iterator[Example]:
+    """antler's jailbreak techniques (Apache-2.0) stacked as antler stacks them: one or two
+    strong techniques, sometimes a mild one, around a harmful or an innocuous request."""
+    strong = [_antler_template(w, n) for n in _ANTLER_STRONG]
+    mild = [_antler_template(w, n) for n in _ANTLER_MILD]
+    goals, innocuous = harmful_goals(w), mild_goals(w)
+    for i in range(160):
+        text = "{query}"
+        layers = [strong[i % len(strong)]] + ([strong[(i * 5 + 3) % len(strong)]] if i % 3 == 0 else [])
+        layers += [mild[(i * 7) % len(mild)]] if i % 2 else []
+        for layer in layers:
+            text = layer.replace("{query}", text)
+        goal = (goals if i % 2 == 0 else innocuous)[(i * 11) % (len(goals) if i % 2 == 0 else len(innocuous))]
+        yield Example(text.replace("{query}", goal).strip(), 1, "antler/techniques", _ANTLER_STRONG[i % len(strong)])
+
+
+def jailscan_scenarios(w: Wheels) -> Iterator[Example]:
+    """jailscan's attack scenarios (MIT): overrides, role-play, fake system overrides, extraction."""
+    tree = ast.parse(w.text("jailscan", "jailscan/scenarios.py"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SCENARIOS":
+            for row in ast.literal_eval(node.value):
+                yield Example(row["prompt"], 1, "jailscan/scenarios", row["category"])
+
+
+# fas-judgement's patterns name the source of each; only the ones its authors wrote are used
+# (the rest are copied from other collections, among them reserved evaluation sets).
+_FAS_OWN_SOURCES = ("FAS Research", "Custom Example")
+
+
+def fas_patterns(w: Wheels) -> Iterator[Example]:
+    """fas-judgement's own single-shot attack patterns (MIT): encodings, exfiltration, escalation."""
+    member = "fas_judgement/modules/ai_security/patterns/data/single-shot/patterns.json"
+    for row in json.loads(w.text("fas-judgement", member)):
+        if row.get("source") in _FAS_OWN_SOURCES:
+            yield Example(row["text"], 1, "fas-judgement/patterns", row["category"])

@@ -114,9 +114,12 @@ def _embedded(attack: str, filler: list[str], rng: random.Random) -> str:
 # people paste the opening of a persona prompt as often as the whole of it.
 OPENING_SHARE = 0.5
 # Length is no evidence either way, but the public attack sets are long templates and the
-# permissive benign sets mostly short questions: long benign threads and attempts embedded in a
-# benign paste keep the model from learning "long means attack".
-THREAD_SHARE, EMBED_SHARE = 0.05, 0.15
+# permissive benign sets mostly short questions: attempts embedded in a benign paste keep the
+# model from learning "long means attack". Long benign "threads" (6-25 short texts of one family
+# pasted together) were turned off on 2026-11-27: unlike any real input, they were most of the
+# validation false positives (chit-chat in one script, one line after another) and dropping them
+# raised validation recall at 3 % hard-negative FPR from 0.751 to 0.765.
+THREAD_SHARE, EMBED_SHARE = 0.0, 0.15
 
 ATTACK_TRICKS = (_leet, _spaced, _homoglyph, _fullwidth, _zero_width, _tags, _base64, _rot13, _noise_suffix, _upper)
 BENIGN_TRICKS = (_upper, _fullwidth, _soft_hyphens, _pasted_attachment, _zero_width)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tools.jailbreak_detector import attacks, benign
+from tools.jailbreak_detector import attacks, benign, compose
 from tools.jailbreak_detector.example import Example
 from tools.jailbreak_detector.wheels import Wheels
 
@@ -30,6 +30,10 @@ SOURCES: dict[str, Loader] = {
     "nullsec-promptinject": attacks.nullsec_payloads,
     "agent-injection-bench/attacks": attacks.agent_injection_bench,
     "rag-monitor/written-attacks": benign.written_attacks,
+    "antler/techniques": attacks.antler_techniques,
+    "jailscan/scenarios": attacks.jailscan_scenarios,
+    "fas-judgement/patterns": attacks.fas_patterns,
+    "rag-monitor/composed": compose.composed,
     "bastioncorpus/malicious": attacks.bastion,
     "hermes-jailbench/attacks": attacks.hermes,
     "jailbreak-corpus-mini": attacks.jailbreak_corpus_mini,

@@ -30,7 +30,7 @@ from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedGroupKFold
 
-from monitor.evaluation.local.jailbreak.features import HASH_BITS, STRUCTURAL, extract
+from monitor.evaluation.local.jailbreak.features import CHAR_NGRAMS, HASH_BITS, STRUCTURAL, extract
 from monitor.evaluation.local.jailbreak.model import FORMAT_VERSION, WEIGHTS_FILE
 from tools.jailbreak_detector.augment import augment
 from tools.jailbreak_detector.evaluate import is_hard_negative, report
@@ -49,7 +49,15 @@ C = 128.0
 # under these on the training benign texts (all / hard negatives): the issue's bar of 3 % on
 # hard negatives, on validation. (2 % cost 7 points of validation recall: 0.70 against 0.78.)
 TARGET_FPR, TARGET_HARD_FPR = 0.01, 0.03
+# Benign texts that use attack vocabulary (evaluate.is_hard_negative) can weigh more in the fit.
+# Left at 1: on the grouped validation over three seeds (2026-11-27) a weight of 3 gave recall
+# 0.807 at the chosen threshold against 0.804 with 1, well inside the seed-to-seed spread (0.79-0.82).
+HARD_NEGATIVE_WEIGHT = 1.0
 GROUP_CHUNK = 150
+# Out-of-fold margins are averaged over this many fold assignments: with one, which families
+# share a fold moved the chosen threshold by up to 0.05 and validation recall by up to 0.06 between
+# runs that differed by a few added texts (2026-11-27), more than the changes being compared.
+REPEATS = 3
 VALIDATION_CURVE = (0.5, 0.61, 0.7, 0.8, 0.9)
 
 
@@ -72,13 +80,14 @@ def featurize(texts: Sequence[str]) -> tuple[sparse.csr_matrix, np.ndarray]:
 
 
 def source_weights(examples: Sequence[Example]) -> np.ndarray:
-    """Each source weighs like sqrt(its size) and both classes weigh the same in total."""
+    """Each source weighs like sqrt(its size), both classes weigh the same in total, and then hard
+    negatives weigh :data:`HARD_NEGATIVE_WEIGHT` times more."""
     counts = Counter(e.source for e in examples)
     w = np.array([1.0 / np.sqrt(counts[e.source]) for e in examples])
     labels = np.array([e.label for e in examples])
     for label in (0, 1):
         w[labels == label] *= len(examples) / 2 / w[labels == label].sum()
-    return w
+    return w * np.array([HARD_NEGATIVE_WEIGHT if is_hard_negative(e) else 1.0 for e in examples])
 
 
 class Fitted:
@@ -117,13 +126,15 @@ def fold_groups(examples: Sequence[Example], chunk: int = GROUP_CHUNK) -> np.nda
 
 
 def out_of_fold(x: sparse.csr_matrix, d: np.ndarray, y: np.ndarray, w: np.ndarray, groups: np.ndarray,
-                c: float = C, folds: int = 5) -> np.ndarray:
-    """Margins of each training text from a model fitted without its group (stratified group folds)."""
+                c: float = C, folds: int = 5, repeats: int = REPEATS) -> np.ndarray:
+    """Margins of each training text from models fitted without its group (stratified group
+    folds), averaged over ``repeats`` different assignments of the groups to folds."""
     margins = np.zeros(len(y))
-    splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=SEED)
-    for train_idx, test_idx in splitter.split(x, y, groups):
-        fitted = Fitted(x[train_idx], d[train_idx], y[train_idx], w[train_idx], c)
-        margins[test_idx] = fitted.margins(x[test_idx], d[test_idx])
+    for repeat in range(repeats):
+        splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=SEED + repeat)
+        for train_idx, test_idx in splitter.split(x, y, groups):
+            fitted = Fitted(x[train_idx], d[train_idx], y[train_idx], w[train_idx], c)
+            margins[test_idx] += fitted.margins(x[test_idx], d[test_idx]) / repeats
     return margins
 
 
@@ -147,7 +158,7 @@ def write(fitted: Fitted, calibration: tuple[float, float], threshold: float, tr
     np.savez_compressed(
         path, format_version=np.int64(FORMAT_VERSION), buckets=fitted.buckets.astype(np.float16),
         structural=fitted.structural, structural_mean=fitted.mean, structural_scale=fitted.scale,
-        structural_names=np.array(STRUCTURAL), bias=np.float64(fitted.bias), calibration=np.array(calibration),
+        char_ngrams=np.array(CHAR_NGRAMS, dtype=np.int64), structural_names=np.array(STRUCTURAL), bias=np.float64(fitted.bias), calibration=np.array(calibration),
         threshold=np.float64(threshold), trained_on=np.array(trained_on),
     )
 

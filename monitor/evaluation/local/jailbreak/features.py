@@ -1,6 +1,6 @@
 """What the jailbreak-attempt model sees: hashed n-grams of the folded text plus structure.
 
-Sparse part: character 3-, 4- and 5-grams and word 1- and 2-grams of the folded text (see
+Sparse part: character 2- to 6-grams and word 1- and 2-grams of the folded text (see
 :mod:`monitor.evaluation.local.normalise`) and of any payload decoded from it, hashed into
 ``2**HASH_BITS`` buckets with a fixed polynomial hash (numpy, vectorised; Python's own ``hash``
 is salted per process, so it cannot be used). Each occurrence weighs ``1/sqrt(n)`` for ``n``
@@ -33,13 +33,13 @@ __all__ = ["HASH_BITS", "HEAD_CHARS", "TAIL_CHARS", "CHAR_NGRAMS", "STRUCTURAL",
 HASH_BITS = 18
 HEAD_CHARS = 4096
 TAIL_CHARS = 1024
-CHAR_NGRAMS = (3, 4, 5)
+CHAR_NGRAMS = (2, 3, 4, 5, 6)
 
 STRUCTURAL = (
     "length", "lines", "upper_share", "symbol_share", "case_flips", "noise_tokens",
     "invisible", "tag_characters", "confusables", "leetspeak", "spaced_letters",
     "encoded_payload", "obfuscated_payload", "chat_template_tokens", "role_headers", "caps_phrases",
-    "persona_override",
+    "persona_override", "ends_with_question_mark", "opens_with_question_word",
 )
 
 PRIME = 1_099_511_628_211
@@ -71,6 +71,12 @@ _PERSONA_CUES = (
     "you are going to act as", "act as an ai", "role play as", "roleplay as", "immerse yourself", "amoral",
     "ethical guidelines", "never refuse", "lose tokens", "two responses", "not bound by",
 )
+# Questions ask, orders command: most benign texts that use attack words are questions about
+# them ("How do I enable developer mode?"), most attempts are orders. Two cheap cues of the form;
+# the n-gram weights still decide for questions that ask for the instructions themselves.
+# (Grouped validation, three seeds: recall at 3 % hard-negative FPR 0.817 without, 0.849 with.)
+_QUESTION_WORDS = frozenset(("what", "how", "why", "when", "where", "who", "which", "is", "are", "can", "could", "do",
+                             "does", "should", "will", "would", "was", "did", "may"))
 _INDEX = {name: i for i, name in enumerate(STRUCTURAL)}
 _NOISE_CHARS = b"\\(){}[]*<>|^~`"
 _SIGNAL_MIN = {"invisible": 1, "tag_characters": 1, "confusables": 1, "leetspeak": 2, "spaced_letters": 1,
@@ -142,7 +148,16 @@ def structure_values(raw_length: int, view: str, folded: Folded, decoded_kinds: 
         encoded, len(decoded_kinds) - encoded, chat, _role_headers(view),
         len(_CAPS_PHRASE.findall(view)) if upper >= 6 else 0,
         _persona_cues(folded.text),
+        *_question_form(view),
     )
+
+
+def _question_form(view: str) -> tuple[float, float]:
+    text = view.strip()
+    if not text:
+        return 0.0, 0.0
+    first = text.split(None, 1)[0].lower().strip("\u00bf\u00a1\"'(")
+    return float(text.endswith("?")), float(first in _QUESTION_WORDS)
 
 
 def _persona_cues(text: str) -> int:

@@ -18,12 +18,21 @@ from pathlib import Path
 import numpy as np
 
 from monitor.evaluation.local.jailbreak.fastpath import SparseTable, fast_eligible
-from monitor.evaluation.local.jailbreak.features import HASH_BITS, STRUCTURAL, Features, ngram_buckets, prepare
+from monitor.evaluation.local.jailbreak.features import (
+    CHAR_NGRAMS,
+    HASH_BITS,
+    STRUCTURAL,
+    Features,
+    ngram_buckets,
+    prepare,
+)
 
 __all__ = ["WEIGHTS_FILE", "Weights", "Verdict", "load_weights", "score_features", "score_text"]
 
 WEIGHTS_FILE = "weights.npz"
-FORMAT_VERSION = 1
+# 2: the character n-gram sizes are stored (``char_ngrams``) and checked, since weights learned
+# for other sizes would load without error and score nonsense.
+FORMAT_VERSION = 2
 
 
 class WeightsError(RuntimeError):
@@ -75,6 +84,9 @@ def read_weights(path: Path) -> Weights:
         if version != FORMAT_VERSION:
             raise WeightsError(f"{path.name}: format version {version}, this code reads {FORMAT_VERSION}")
         n = len(STRUCTURAL)
+        sizes = tuple(int(v) for v in data["char_ngrams"])
+        if sizes != CHAR_NGRAMS:
+            raise WeightsError(f"{path.name}: trained on character n-grams {sizes}, code has {CHAR_NGRAMS}")
         names = tuple(str(s) for s in data["structural_names"])
         if names != STRUCTURAL:
             raise WeightsError(f"{path.name}: trained on structural features {names}, code has {STRUCTURAL}")
