@@ -21,12 +21,13 @@ the context are read.
 from __future__ import annotations
 
 import functools
+import heapq
 from typing import Any, Sequence
 
 import numpy as np
 
 from monitor.evaluation.inputs import resolve_context
-from monitor.evaluation.local.offload import run_cpu_bound
+from monitor.evaluation.local.offload import run_cpu_bound, weighted_chars
 from monitor.evaluation.local.text import (
     CACHED_TOKEN_CHARS,
     NEGATIONS,
@@ -109,14 +110,14 @@ def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
     in_context = np.zeros(len(table.terms), dtype=bool)  # ids are dense: a lookup table beats np.isin's sort
     in_context[context_ids] = True
     supported = in_context[answer_ids]
-    unsupported = sorted(map(table.terms.__getitem__, np.unique(answer_ids[~supported]).tolist()))
+    unsupported = heapq.nsmallest(_MAX_LISTED, map(table.terms.__getitem__, np.unique(answer_ids[~supported]).tolist()))
     bigrams = len(answer_ids) - 1
     found_bigrams = _found(_bigram_keys(answer_ids), _bigram_keys(context_ids)) if bigrams else 0
     return {
         "value": float(supported.sum()) / len(answer_ids),
         "content_terms": len(answer_ids),
         "bigram_support": float(found_bigrams) / bigrams if bigrams else None,
-        "unsupported_terms": unsupported[:_MAX_LISTED],
+        "unsupported_terms": unsupported,
         "negation_flips": _negation_flips(answer_tokens, context_tokens),
     }
 
@@ -148,7 +149,7 @@ class LexicalGroundednessEvaluator:
         if resolved is None:
             return [skipped(METRIC_ID, SCALE, "no context: no document text and no system prompt")]
         context, source = resolved
-        size = min(len(turn.answer), sum(ANSWER_VIEW)) + min(len(context), sum(CONTEXT_VIEW))
+        size = weighted_chars(turn.answer, sum(ANSWER_VIEW)) + weighted_chars(context, sum(CONTEXT_VIEW))
         result = await run_cpu_bound(lexical_support, turn.answer, context, size=size)
         if result is None:
             return [skipped(METRIC_ID, SCALE, "answer has no content words")]

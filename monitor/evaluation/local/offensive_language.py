@@ -33,7 +33,7 @@ from typing import Sequence
 
 from monitor.evaluation.local.normalise import fold
 from monitor.evaluation.local.offensive.model import load_model, model_loaded
-from monitor.evaluation.local.offload import run_cpu_bound
+from monitor.evaluation.local.offload import run_cpu_bound, weighted_chars
 from monitor.evaluation.local.text import bounded_view, word_runs
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
@@ -149,7 +149,7 @@ class OffensiveLanguageEvaluator:
         sentences = split_sentences(bounded_view(turn.answer, HEAD_CHARS, TAIL_CHARS))
         if not sentences:
             return [skipped(METRIC_ID, SCALE, "no answer")]
-        size = min(len(turn.answer), HEAD_CHARS + TAIL_CHARS)
+        size = weighted_chars(turn.answer, HEAD_CHARS + TAIL_CHARS)
         scored = await run_cpu_bound(_score_sentences, sentences, size=size, force_executor=not model_loaded())
         worst = max(range(len(scored)), key=lambda i: scored[i][0])
         value, by_rule = scored[worst]

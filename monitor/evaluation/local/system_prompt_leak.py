@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from monitor.evaluation.local.offload import run_cpu_bound
+from monitor.evaluation.local.offload import run_cpu_bound, weighted_chars
 from monitor.evaluation.local.text import bounded_view, view_words, words
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
@@ -67,7 +67,7 @@ class SystemPromptLeakEvaluator:
         if not turn.system_prompt:
             return [skipped(METRIC_ID, SCALE, "no system prompt")]
         documents = [d.content for d in turn.documents if d.content]
-        size = min(len(turn.answer), sum(VIEW)) + min(len(turn.system_prompt), sum(VIEW))
+        size = weighted_chars(turn.answer, sum(VIEW)) + weighted_chars(turn.system_prompt, sum(VIEW))
         result = await run_cpu_bound(leak_share, turn.answer, turn.system_prompt, documents, size=size)
         if result is None:
             return [skipped(METRIC_ID, SCALE, f"system prompt instructions shorter than {SHINGLE} words")]

@@ -190,21 +190,22 @@ class TermTable:
         found = self.tokens.get(token)
         if found is not None:
             return found
+        terms = _token_terms_uncached(token)
         with self._lock:
-            codes = "".join(map(self._code, _token_terms_uncached(token)))
-            # Long tokens too (a repeated one would otherwise be worked out at each occurrence):
-            # MAX_CHARS bounds what they hold.
+            # New terms are numbered in bulk (set, zip, map in C): a run of a spaceless script
+            # brings one new term per character.
+            new = set(terms).difference(self._codes)
+            if new:
+                first = _CODE_BASE + len(self.terms)
+                self._codes.update(zip(new, map(chr, range(first, first + len(new)))))
+                self.terms.extend(new)
+                self.chars += sum(map(len, new))
+            codes = "".join(map(self._codes.__getitem__, terms))
+            # Long tokens are remembered too (a repeated one would otherwise be worked out at
+            # each occurrence): MAX_CHARS bounds what they hold.
             dict.__setitem__(self.tokens, token, codes)
             self.chars += len(token)
         return codes
-
-    def _code(self, term: str) -> str:
-        code = self._codes.get(term)
-        if code is None:
-            code = self._codes[term] = chr(_CODE_BASE + len(self.terms))
-            self.terms.append(term)
-            self.chars += len(term)
-        return code
 
 
 _table = TermTable()
