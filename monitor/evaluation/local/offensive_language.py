@@ -108,7 +108,10 @@ def split_sentences(text: str) -> list[str]:
 
 def prepare(sentence: str) -> str:
     """The sentence as the classifier should read it: folded, technical "kill" neutralised."""
-    folded = fold(sentence).text
+    return _neutralise(fold(sentence).text)
+
+
+def _neutralise(folded: str) -> str:
     if any(word in folded for word in _TECHNICAL_KILL_WORDS):
         return _TECHNICAL_KILL.sub("stop", folded)
     return folded
@@ -125,7 +128,10 @@ def offensive_probabilities(texts: list[str]) -> list[float]:
 
 
 def _score_sentences(sentences: list[str]) -> list[tuple[float, bool]]:
-    prepared = [prepare(s) for s in sentences]
+    prepared = [fold(s).text for s in sentences]
+    answer = "\n".join(prepared)
+    if any(word in answer for word in _TECHNICAL_KILL_WORDS):  # one look for the whole answer
+        prepared = list(map(_neutralise, prepared))
     # The classifier's tokens (runs of 2+ word characters; the 1-character runs word_runs adds
     # are in no vocabulary) also gate the rule: most sentences have none of its words.
     tokens = [word_runs(p.lower()) for p in prepared]
