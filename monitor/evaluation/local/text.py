@@ -9,6 +9,7 @@ character bigrams, which is how their words are usually matched without a dictio
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import threading
 import unicodedata
@@ -122,8 +123,8 @@ CACHED_TOKEN_CHARS = 40
 
 
 def _token_terms_uncached(token: str) -> tuple[str, ...]:
-    if _SPACELESS.search(token):
-        return tuple(token[i:i + 2] for i in range(max(1, len(token) - 1)))
+    if _SPACELESS.search(token):  # overlapping bigrams (the token itself when it is one character)
+        return tuple(map(operator.add, token, token[1:])) if len(token) > 1 else (token,)
     if token not in STOPWORDS and (len(token) > 1 or token.isdigit()):
         return (stem(token),)
     return ()
