@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 import unicodedata
 from typing import Any
 
@@ -151,3 +152,20 @@ def test_lexical_support_matches_the_implementation_it_replaced() -> None:
         assert lexical_support(answer, context) == old_lexical_support(answer, context), (answer, context)
     long_answer, long_context = " ".join(answers) * 3, " ".join(contexts) * 3  # past the bounded views
     assert lexical_support(long_answer, long_context) == old_lexical_support(long_answer, long_context)
+
+
+def test_concurrent_callers_get_the_results_of_a_lone_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The executor runs metrics of several turns at once; a small table is swapped mid-stream.
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(text.TermTable, "MAX_TOKENS", 300)
+    pairs = list(zip(generated(21, 60), generated(22, 60)))
+    expected = [old_lexical_support(answer, context) for answer, context in pairs]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch every few bytecodes: misses race for the table
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            for _ in range(3):
+                assert list(pool.map(lambda pair: lexical_support(*pair), pairs)) == expected
+    finally:
+        sys.setswitchinterval(interval)
