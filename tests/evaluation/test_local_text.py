@@ -83,19 +83,35 @@ def test_words_and_terms_match_the_plain_implementation(ascii_only: bool, pool: 
             assert token_terms(token) == reference_token_terms(token)
 
 
+def table_terms(tokens: list[str]) -> list[str]:
+    table = text.term_table()
+    return table.decode(table.encode(tokens))
+
+
+def test_the_term_table_numbers_terms_as_terms_of_finds_them() -> None:
+    for sample in generated(3, ascii_only=True) + generated(4, pool=TYPOGRAPHIC):
+        tokens = words(sample)
+        assert table_terms(tokens) == reference_terms(tokens), sample
+
+
 def test_the_term_table_is_bounded_and_replaced_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(text.TermTable, "MAX_TOKENS", 50)
     monkeypatch.setattr(text, "_table", text.TermTable())
     tokens = [f"word{i}" for i in range(200)]
     for start in range(0, 200, 20):  # a table in use is never swapped mid-call, only between calls
-        assert terms_of(tokens[start:start + 20]) == reference_terms(tokens[start:start + 20])
+        assert table_terms(tokens[start:start + 20]) == reference_terms(tokens[start:start + 20])
     assert len(text.term_table().tokens) <= 70
     long_token = "x" * 100_000
     monkeypatch.setattr(text, "_table", text.TermTable())
     monkeypatch.setattr(text.TermTable, "MAX_CHARS", 150_000)
-    assert terms_of([long_token, "tent", long_token]) == [long_token, "tent", long_token]
+    assert table_terms([long_token, "tent", long_token]) == [long_token, "tent", long_token]
     full = text._table  # noqa: SLF001
     assert full.full and text.term_table() is not full  # 200,000 characters held: the next call gets a new one
+
+
+def test_spaceless_scripts_are_detected_from_their_characters() -> None:
+    assert not text.has_spaceless("plain ascii") and not text.has_spaceless("it’s “quoted” — naïve")
+    assert text.has_spaceless("这款帐篷") and text.has_spaceless("tent カタカナ") and text.has_spaceless("ภาษาไทย")
 
 
 # The implementation ``lexical_support`` had before it was restructured, kept as the reference.

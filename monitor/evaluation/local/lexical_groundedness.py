@@ -35,8 +35,10 @@ from monitor.evaluation.local.text import (
     TERM_BITS,
     bounded_view,
     code_points,
+    has_spaceless,
     stem,
     term_table,
+    terms_of,
     view_words,
     words,
 )
@@ -99,8 +101,29 @@ def _context_terms(tokens: Sequence[str]) -> tuple[set[str | None], set[str | No
 
 def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
     """Term and term-bigram support of ``answer`` by ``context``; None when the answer has no content terms."""
-    answer_tokens = view_words(bounded_view(answer, *ANSWER_VIEW))  # shared with the leak metric
-    context_tokens = words(bounded_view(context, *CONTEXT_VIEW))
+    answer_view, context_view = bounded_view(answer, *ANSWER_VIEW), bounded_view(context, *CONTEXT_VIEW)
+    answer_tokens = view_words(answer_view)  # shared with the leak metric
+    context_tokens = words(context_view)
+    spaceless = has_spaceless(answer_view) or has_spaceless(context_view)
+    support = (_support_by_terms if spaceless else _support_by_ids)(answer_tokens, context_tokens)
+    if support is None:
+        return None
+    supported, content_terms, found_bigrams, unsupported = support
+    bigrams = content_terms - 1
+    return {
+        "value": supported / content_terms,
+        "content_terms": content_terms,
+        "bigram_support": found_bigrams / bigrams if bigrams else None,
+        "unsupported_terms": unsupported,
+        "negation_flips": _negation_flips(answer_tokens, context_tokens),
+    }
+
+
+# (answer terms the context has, answer terms, answer term bigrams the context has, a few unsupported terms)
+_Support = tuple[int, int, int, list[str]]
+
+
+def _support_by_ids(answer_tokens: Sequence[str], context_tokens: Sequence[str]) -> _Support | None:
     # Terms as integer ids (one join per text, then numpy): see TermTable.
     table = term_table()
     answer_ids = code_points(table.encode(answer_tokens))
@@ -111,15 +134,23 @@ def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
     in_context[context_ids] = True
     supported = in_context[answer_ids]
     unsupported = heapq.nsmallest(_MAX_LISTED, map(table.terms.__getitem__, np.unique(answer_ids[~supported]).tolist()))
-    bigrams = len(answer_ids) - 1
-    found_bigrams = _found(_bigram_keys(answer_ids), _bigram_keys(context_ids)) if bigrams else 0
-    return {
-        "value": float(supported.sum()) / len(answer_ids),
-        "content_terms": len(answer_ids),
-        "bigram_support": float(found_bigrams) / bigrams if bigrams else None,
-        "unsupported_terms": unsupported,
-        "negation_flips": _negation_flips(answer_tokens, context_tokens),
-    }
+    found_bigrams = _found(_bigram_keys(answer_ids), _bigram_keys(context_ids)) if len(answer_ids) > 1 else 0
+    return int(supported.sum()), len(answer_ids), found_bigrams, unsupported
+
+
+def _support_by_terms(answer_tokens: Sequence[str], context_tokens: Sequence[str]) -> _Support | None:
+    # Text with runs of a spaceless script: a term per character, mostly new, so sets of strings
+    # and tuples (cheaper here than numbering every bigram in the TermTable).
+    answer_terms = terms_of(answer_tokens)
+    if not answer_terms:
+        return None
+    context_terms = terms_of(context_tokens)
+    vocabulary = set(context_terms)
+    unsupported = heapq.nsmallest(_MAX_LISTED, set(answer_terms).difference(vocabulary))
+    bigrams = list(zip(answer_terms, answer_terms[1:]))
+    found = set(bigrams).intersection(zip(context_terms, context_terms[1:]))
+    return (sum(map(vocabulary.__contains__, answer_terms)), len(answer_terms), sum(map(found.__contains__, bigrams)),
+            unsupported)
 
 
 def _bigram_keys(ids: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ character bigrams, which is how their words are usually matched without a dictio
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import re
 import threading
@@ -17,7 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["words", "word_runs", "view_words", "content_words", "terms", "terms_of", "token_terms", "TermTable",
+__all__ = ["words", "word_runs", "view_words", "has_spaceless", "content_words", "terms", "terms_of", "token_terms", "TermTable",
            "term_table", "code_points", "TERM_BITS", "stem", "bounded_view", "NEGATIONS", "STOPWORDS"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -54,12 +55,22 @@ def word_runs(text: str) -> list[str]:
         # Mostly-English text with typographic punctuation (’ “ ” — …, as LLMs write): those
         # characters separate words exactly as a space does, so replace them and take the
         # ASCII path; text with non-ASCII letters (é, 中) takes the regex.
-        others = set(text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
+        others = _distinct_non_ascii(text)
         if any(map(_WORD.match, others)):
             return _WORD.findall(text)
         for other in others:
             text = text.replace(other, " ")
     return text.translate(_ASCII_NON_WORD).split()
+
+
+def _distinct_non_ascii(text: str) -> set[str]:
+    # Bytes translate drops the ASCII in C; what is left is short for mostly-English text.
+    return set(text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
+
+
+def has_spaceless(text: str) -> bool:
+    """Whether ``text`` has characters of a script written without spaces (ASCII: a flag check)."""
+    return not text.isascii() and any(map(_SPACELESS.match, _distinct_non_ascii(text)))
 
 
 @functools.lru_cache(maxsize=8)
@@ -130,10 +141,12 @@ def _token_terms_uncached(token: str) -> tuple[str, ...]:
     return ()
 
 
+_token_terms_cached = functools.lru_cache(maxsize=65_536)(_token_terms_uncached)
+
+
 def token_terms(token: str) -> tuple[str, ...]:
     """The terms one token contributes: its stem, its character bigrams, or none (a stopword)."""
-    table = term_table()
-    return tuple(table.terms[i] for i in code_points(table.codes_of(token)).tolist())
+    return _token_terms_cached(token) if len(token) <= CACHED_TOKEN_CHARS else _token_terms_uncached(token)
 
 
 _CODE_BASE = 0x10000  # term codes start past the surrogates, which UTF-32 cannot encode
@@ -158,7 +171,8 @@ class TermTable:
     none, a run of a spaceless script one per bigram): a single ``join`` over a dict lookup per
     token, in C; only a token not seen before runs Python (``__missing__``). Numpy reads the
     string as integers (:func:`code_points`), so comparing terms and term bigrams of two texts
-    is integer work in C rather than a Python step or a hashed tuple per term. Bounded: the
+    is integer work in C rather than a Python step or a hashed tuple per term. For text without
+    runs of spaceless scripts (those bring a new term per character: :func:`terms_of`). Bounded: the
     table in use is replaced (:func:`term_table`) once it holds MAX_TOKENS tokens, MAX_TERMS
     terms or MAX_CHARS characters; a caller keeps the table it started with, so ids stay
     consistent within a call.
@@ -227,8 +241,11 @@ def code_points(codes: str) -> np.ndarray:
 
 def terms_of(tokens: Sequence[str]) -> list[str]:
     """:func:`terms` of text already split by :func:`words` (so callers tokenise once)."""
-    table = term_table()
-    return table.decode(table.encode(tokens))
+    # Each distinct token is looked up once; the per-token walk is then map/chain in C. Not
+    # through the TermTable: a run of a spaceless script brings a new term per character, which
+    # that table would have to number and keep.
+    table = {token: token_terms(token) for token in set(tokens)}
+    return list(itertools.chain.from_iterable(map(table.__getitem__, tokens)))
 
 
 def terms(text: str) -> list[str]:
