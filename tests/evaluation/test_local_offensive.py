@@ -139,7 +139,9 @@ def test_batch_scores_equal_single_scores() -> None:
 
     model = load_model()
     texts = sample_corpus(sorted(model.terms), count=1000, seed=7) + ["", "x", "xyzzy plugh"]
-    batch = model.probabilities([TOKEN.findall(t.lower()) for t in texts])
+    token_lists = [TOKEN.findall(t.lower()) for t in texts]
+    batch = model.probabilities(token_lists)  # the numpy pass
     assert max(abs(b - model.probability(t)) for b, t in zip(batch, texts)) < 1e-12
+    assert model.probabilities(token_lists[:3]) == [model.probability(t) for t in texts[:3]]  # a short answer
     assert offensive_probabilities(texts) == batch  # word runs: the 1-character extras weigh nothing
     assert model.probabilities([]) == []
