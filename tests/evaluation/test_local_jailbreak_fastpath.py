@@ -37,7 +37,8 @@ def test_score_text_equals_the_numpy_path(text: str) -> None:
     assert abs(score_text(text, weights).probability - score_features(weights, extract(text)).probability) < 1e-9
 
 
-def test_short_questions_take_the_fast_path_and_sum_bit_identically() -> None:
+def test_short_questions_take_the_fast_path_and_sum_bit_identically(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastpath, "MISS_BUDGET", 1 << 30)  # every text on the fast path, even cold
     weights = load_weights()
     table = SparseTable(weights.buckets)
     taken = 0
@@ -46,7 +47,9 @@ def test_short_questions_take_the_fast_path_and_sum_bit_identically() -> None:
         if not fast_eligible(body):
             continue
         taken += 1
-        total, n = table.total(body)
+        summed = table.total(body)
+        assert summed is not None
+        total, n = summed
         buckets = ngram_buckets(body)
         assert n == len(buckets)
         assert total == float(weights.buckets[buckets].sum(dtype=np.float64))  # exact, not approximately
@@ -68,3 +71,16 @@ def test_the_memos_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(200):
         table.total(f"word{i} other{i} third{i}")
     assert all(len(memo) <= 16 for memo in (table._words, table._joints, table._pairs))
+    long_word = "x" * (fastpath.MEMO_KEY_CHARS + 1)
+    table.total(long_word)
+    assert long_word not in table._words  # computed, not remembered: unique long tokens cost no memory
+
+
+def test_a_text_of_new_words_goes_the_numpy_path_while_the_memos_fill_up() -> None:
+    table = SparseTable(load_weights().buckets)
+    body = " ".join(f"unseenword{i}" for i in range(40))
+    attempts = 1
+    while table.total(body) is None:  # each call hashes at most MISS_BUDGET windows, keeps them
+        attempts += 1
+        assert attempts < 20
+    assert attempts > 1 and len(table._words) == 40

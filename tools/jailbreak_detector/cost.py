@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
+import string
 import sys
 import time
 from typing import Sequence
@@ -48,6 +50,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"load average {os.getloadavg()[0]:.2f}; {len(questions)} questions of 50-200 chars (mean {mean_chars:.0f}), "
           f"{len(short)} calls: p50 {_percentile(short, 0.5):.1f} us, p99 {_percentile(short, 0.99):.1f} us, "
           f"max {max(short) / 1000:.1f} us")
+    rng = random.Random(5)
+    cold: list[int] = []
+    for size in (100, 200, 400, 800, 1500):  # every word new: the memos cannot help
+        for _ in range(args.rounds * 5):
+            words = ("".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 12))) for _ in range(size))
+            text = " ".join(words)[:size]
+            start = time.process_time_ns()
+            score_text(text, weights)
+            cold.append(time.process_time_ns() - start)
+    print(f"texts of new words (100-1500 chars), {len(cold)} calls: p50 {_percentile(cold, 0.5):.1f} us, "
+          f"p99 {_percentile(cold, 0.99):.1f} us, max {max(cold) / 1000:.1f} us")
     worst = 0
     for unit in LONG_UNITS:
         text = unit * ((1 << 20) // len(unit))

@@ -30,12 +30,20 @@ import numpy as np
 
 from monitor.evaluation.local.jailbreak.features import CHAR_NGRAMS, HASH_BITS, MIX, PRIME
 
-__all__ = ["MAX_FAST_CHARS", "MEMO_ENTRIES", "SparseTable", "fast_eligible"]
+__all__ = ["MAX_FAST_CHARS", "MEMO_ENTRIES", "MEMO_KEY_CHARS", "SparseTable", "fast_eligible"]
 
 MAX_FAST_CHARS = 1024
 """Longer bodies go the numpy path: there the per-call cost is paid once for many n-grams."""
 MEMO_ENTRIES = 1 << 15
 """Entries per memo before it is cleared (three memos of ~100 bytes an entry: a few MiB)."""
+MISS_BUDGET = 400
+"""Character windows a call may hash in plain Python for words and spaces not yet remembered
+(about 0.1-0.2 ms); past it the call gives up and the caller takes the numpy path. The entries
+computed so far stay, so the memos still fill up, a little per call, while a cold start or a
+text of new words costs at most this plus the numpy path."""
+MEMO_KEY_CHARS = 48
+"""Longer words and word pairs are computed each time, not remembered: they rarely come back,
+and unique long tokens would otherwise fill the memos with kilobytes per entry."""
 
 _M64 = (1 << 64) - 1
 _SHIFT = 64 - HASH_BITS
@@ -75,19 +83,24 @@ class SparseTable:
         self._joints: dict[str, float] = {}
         self._pairs: dict[str, float] = {}
 
-    def total(self, body: str) -> tuple[float, int]:
-        """Sum of the n-gram weights of ``body`` (which must be :func:`fast_eligible`) and their count."""
+    def total(self, body: str) -> tuple[float, int] | None:
+        """Sum of the n-gram weights of ``body`` (which must be :func:`fast_eligible`) and their
+        count; None when that needs more than :data:`MISS_BUDGET` windows hashed here."""
         if not body:  # padded to two spaces: only a 2-gram size would see anything
             return self._windows([32, 32], range(2), range(3)), _count(2, 0)
         words = body.split(" ")
         padded = f" {body} "
         words_memo, joints_memo, pairs_memo = self._words, self._joints, self._pairs
         total = 0.0
+        budget = MISS_BUDGET
         pos = 1  # index in ``padded`` where the current word starts
         last = len(words) - 1
         for i, word in enumerate(words):
             part = words_memo.get(word)
             if part is None:
+                budget -= len(_SIZES) * (len(word) + 2)
+                if budget < 0:
+                    return None
                 part = self._remember(words_memo, word, self._word(word))
             total += part
             end = pos + len(word)  # the space after the word
@@ -98,6 +111,9 @@ class SparseTable:
                 key = padded[start:end + _REACH + 1] if start else f"{end}\x00{padded[:end + _REACH + 1]}"
                 part = joints_memo.get(key)
                 if part is None:
+                    budget -= _REACH * _REACH
+                    if budget < 0:
+                        return None
                     part = self._remember(joints_memo, key, self._joint(padded[start:end + _REACH + 1], end - start))
                 total += part
                 pair = padded[pos:end + 1 + len(words[i + 1])]
@@ -110,6 +126,8 @@ class SparseTable:
 
     @staticmethod
     def _remember(memo: dict[str, float], key: str, value: float) -> float:
+        if len(key) > MEMO_KEY_CHARS:
+            return value
         if len(memo) >= MEMO_ENTRIES:
             memo.clear()  # bounded: a burst of new words costs recomputation, never memory
         memo[key] = value

@@ -141,16 +141,16 @@ def score_features(weights: Weights, features: Features) -> Verdict:
 def score_text(text: str, weights: Weights | None = None) -> Verdict:
     """Calibrated probability that ``text`` is an attempt (bounded cost whatever its length).
 
-    Equal (to rounding) to ``score_features(weights, extract(text))``; short texts take a
-    plain-Python path (:mod:`.fastpath`), others the numpy one.
+    Equal (to rounding) to ``score_features(weights, extract(text))``; short texts whose words
+    the plain-Python path (:mod:`.fastpath`) mostly remembers take it, others the numpy one.
     """
     weights = weights or load_weights()
     prepared = prepare(text)
-    if fast_eligible(prepared.body):
-        total, n = weights.table.total(prepared.body)
-    else:
+    summed = weights.table.total(prepared.body) if fast_eligible(prepared.body) else None
+    if summed is None:
         buckets = ngram_buckets(prepared.body)
-        total, n = float(weights.buckets[buckets].sum(dtype=np.float64)), len(buckets)
+        summed = float(weights.buckets[buckets].sum(dtype=np.float64)), len(buckets)
+    total, n = summed
     value = weights.bias + (total / math.sqrt(n) if n else 0.0)
     for raw, (mean, scale, weight) in zip(prepared.values, weights.dense):
         value += (math.log1p(raw) - mean) / scale * weight
