@@ -8,6 +8,7 @@ import threading
 from monitor.evaluation.local.offload import (
     INLINE_MAX_CHARS,
     NON_ASCII_WEIGHT,
+    SPACELESS_WEIGHT,
     run_cpu_bound,
     run_inline_here,
     weighted_chars,
@@ -17,8 +18,11 @@ from monitor.evaluation.local.offload import (
 def test_non_ascii_text_weighs_more_and_the_cap_bounds_it() -> None:
     assert weighted_chars("a" * 100, 1_000) == 100
     assert weighted_chars("a" * 5_000, 1_000) == 1_000
-    assert weighted_chars("中" * 100, 1_000) == 100 * NON_ASCII_WEIGHT
     assert weighted_chars("it’s" * 1_000, 1_000) == 1_000 * NON_ASCII_WEIGHT
+    assert weighted_chars("中" * 100, 1_000) == 100 * SPACELESS_WEIGHT
+    assert weighted_chars("tent 帐篷 " * 100, 500) == 500 * SPACELESS_WEIGHT
+    big = "中" * INLINE_MAX_CHARS
+    assert weighted_chars(big, len(big)) > INLINE_MAX_CHARS  # not inline, however it is counted
 
 
 async def test_small_inputs_run_inline_and_large_ones_in_the_executor() -> None:

@@ -6,20 +6,23 @@ import asyncio
 from contextvars import ContextVar
 from typing import Callable, TypeVar
 
-__all__ = ["INLINE_MAX_CHARS", "NON_ASCII_WEIGHT", "weighted_chars", "run_cpu_bound", "run_inline_here"]
+from monitor.evaluation.local.text import has_spaceless
+
+__all__ = ["INLINE_MAX_CHARS", "NON_ASCII_WEIGHT", "SPACELESS_WEIGHT", "weighted_chars", "run_cpu_bound", "run_inline_here"]
 
 T = TypeVar("T")
 
 # Measured on the reference machine (benchmarks/README-local.md, "Cost per evaluated turn"): the
-# local metrics read ASCII text at about 20 µs per KiB, so up to 24,000 characters (a 16 KiB
-# turn's answer and documents) cost about half a millisecond and run inline; the executor hop
-# itself costs 50-100 µs of CPU and, the work holding the GIL, frees the loop only at the
-# interpreter's 5 ms switch interval anyway.
-INLINE_MAX_CHARS = 24_000
-# Non-ASCII text costs more per character: about 1.5x for typographic punctuation or accents,
-# up to 40x for a script written without spaces (one new term per character: ~1 µs each when
-# every bigram is new). It counts this many times, so what runs inline stays near a millisecond.
-NON_ASCII_WEIGHT = 20
+# local metrics read ASCII text at about 17 µs per KiB, so up to 48,000 characters (a 16 KiB
+# turn's answer and documents, twice over) cost under a millisecond and run inline; the
+# executor hop itself costs 50-100 µs of CPU and, the work holding the GIL, frees the loop only
+# at the interpreter's 5 ms switch interval anyway.
+INLINE_MAX_CHARS = 48_000
+# Other text costs more per character, and counts this many times so what runs inline stays
+# under a millisecond: typographic punctuation or accents about 1.5x; a script written without
+# spaces up to 40x (a new bigram term per character, ~0.7 µs each when every bigram is new).
+NON_ASCII_WEIGHT = 2
+SPACELESS_WEIGHT = 40
 
 # True in the local worker process: its loop serves nothing else, so a thread hop only adds cost.
 _INLINE_ONLY: ContextVar[bool] = ContextVar("rag_monitor_cpu_inline_only", default=False)
@@ -30,9 +33,15 @@ def run_inline_here() -> None:
     _INLINE_ONLY.set(True)
 
 
-def weighted_chars(text: str, cap: int) -> int:
-    """What ``text`` counts towards INLINE_MAX_CHARS when a metric reads at most ``cap`` characters of it."""
-    return min(len(text), cap) * (1 if text.isascii() else NON_ASCII_WEIGHT)  # isascii: a flag, O(1)
+def weighted_chars(text: str, cap: int, per_char: int = 1) -> int:
+    """What ``text`` counts towards INLINE_MAX_CHARS when a metric reads at most ``cap`` characters
+    of it and costs ``per_char`` times what lexical groundedness costs per ASCII character."""
+    chars = min(len(text), cap) * per_char
+    if text.isascii():  # a flag: O(1)
+        return chars
+    if chars * NON_ASCII_WEIGHT > INLINE_MAX_CHARS:
+        return chars * NON_ASCII_WEIGHT  # off the loop whatever the script: no need to look
+    return chars * (SPACELESS_WEIGHT if has_spaceless(text[:cap]) else NON_ASCII_WEIGHT)
 
 
 async def run_cpu_bound(fn: Callable[..., T], *args: object, size: int, force_executor: bool = False) -> T:

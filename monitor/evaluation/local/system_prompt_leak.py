@@ -29,6 +29,7 @@ SCALE = (0.0, 1.0)
 DEFAULT_THRESHOLD = 0.2
 SHINGLE = 8
 VIEW = (16_384, 4_096)
+COST_PER_CHAR = 3  # an 8-tuple per word: 3x the lexical metric's cost per character (offload.weighted_chars)
 
 
 def _instructions(system_prompt: str, documents: Sequence[str]) -> str:
@@ -67,7 +68,8 @@ class SystemPromptLeakEvaluator:
         if not turn.system_prompt:
             return [skipped(METRIC_ID, SCALE, "no system prompt")]
         documents = [d.content for d in turn.documents if d.content]
-        size = weighted_chars(turn.answer, sum(VIEW)) + weighted_chars(turn.system_prompt, sum(VIEW))
+        size = (weighted_chars(turn.answer, sum(VIEW), COST_PER_CHAR)
+                + weighted_chars(turn.system_prompt, sum(VIEW), COST_PER_CHAR))
         result = await run_cpu_bound(leak_share, turn.answer, turn.system_prompt, documents, size=size)
         if result is None:
             return [skipped(METRIC_ID, SCALE, f"system prompt instructions shorter than {SHINGLE} words")]
