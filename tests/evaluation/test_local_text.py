@@ -94,6 +94,13 @@ def test_the_term_table_numbers_terms_as_terms_of_finds_them() -> None:
         assert table_terms(tokens) == reference_terms(tokens), sample
 
 
+def test_word_runs_of_many_texts_at_once_match_one_by_one() -> None:
+    for pool in (PIECES, TYPOGRAPHIC):
+        samples = [s.replace("\n", " ") for s in generated(5, 40, pool=pool)]
+        for group in (samples, samples[:1], [], [s for s in samples if s.isascii()], ["a\nb", "c"]):
+            assert text.word_runs_each(group) == [word_runs(s) for s in group]
+
+
 def test_the_term_table_is_bounded_and_replaced_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(text.TermTable, "MAX_TOKENS", 50)
     monkeypatch.setattr(text, "_table", text.TermTable())

@@ -34,7 +34,7 @@ from typing import Sequence
 from monitor.evaluation.local.normalise import fold
 from monitor.evaluation.local.offensive.model import load_model, model_loaded
 from monitor.evaluation.local.offload import run_cpu_bound, weighted_chars
-from monitor.evaluation.local.text import bounded_view, word_runs
+from monitor.evaluation.local.text import bounded_view, word_runs, word_runs_each
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
 from monitor.model import Score, Turn
@@ -137,7 +137,7 @@ def _score_sentences(sentences: list[str]) -> list[tuple[float, bool]]:
         prepared = list(map(_neutralise, prepared))
     # The classifier's tokens (runs of 2+ word characters; the 1-character runs word_runs adds
     # are in no vocabulary) also gate the rule: most sentences have none of its words.
-    tokens = [word_runs(p.lower()) for p in prepared]
+    tokens = word_runs_each([p.lower() for p in prepared])
     probabilities = load_model().probabilities(tokens)
     return [(DEHUMANISING_SCORE, True)
             if DEHUMANISING_SCORE > prob and not _DEHUMANISING_WORDS.isdisjoint(words) and dehumanising(p)

@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["words", "word_runs", "view_words", "has_spaceless", "content_words", "terms", "terms_of", "token_terms", "TermTable",
+__all__ = ["words", "word_runs", "word_runs_each", "view_words", "has_spaceless", "content_words", "terms", "terms_of", "token_terms", "TermTable",
            "term_table", "code_points", "TERM_BITS", "stem", "bounded_view", "NEGATIONS", "STOPWORDS"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -61,6 +61,20 @@ def word_runs(text: str) -> list[str]:
         for other in others:
             text = text.replace(other, " ")
     return text.translate(_ASCII_NON_WORD).split()
+
+
+def word_runs_each(texts: Sequence[str]) -> list[list[str]]:
+    """``[word_runs(t) for t in texts]``, with one pass over the non-ASCII characters of them all."""
+    joined = "\n".join(texts)  # a non-word character: no run crosses it
+    if joined.count("\n") != len(texts) - 1 or not texts:  # a text has line breaks of its own
+        return [word_runs(text) for text in texts]
+    if not joined.isascii():
+        others = _distinct_non_ascii(joined)
+        if any(map(_WORD.match, others)):
+            return [word_runs(text) for text in texts]
+        for other in others:
+            joined = joined.replace(other, " ")
+    return [text.translate(_ASCII_NON_WORD).split() for text in joined.split("\n")]
 
 
 def _distinct_non_ascii(text: str) -> set[str]:
