@@ -36,7 +36,7 @@ PIECES = [
     "ﬁle", "½", "x²", "İstanbul", "rag_monitor_judge_request_duration_seconds_total_and_more",
     "\u200b", "—", "’", "“quoted”", "…", "\t", "\n", "  ", ".", ",", "!", "?", "(", ")", "#", "@", "$",
     "snake" * 9, "a1b2c3", "12345", "3.14", "nothing", "neither", "cannot", "\u00a0", "•", "\u2028", "\U0001f600",
-    "\ud800", "it’s", "—so", "«non»", "k\u0301", "a\u0338",
+    "\ud800", "it’s", "—so", "«non»", "k\u0301", "a\u0338", "Ⓐ", "ⓑ", "Σ",
 ]
 
 

@@ -46,7 +46,16 @@ STOPWORDS = frozenset(
 
 def words(text: str) -> list[str]:
     """Lowercased NFKC word tokens (letters, digits, underscore; any script)."""
-    return word_runs(unicodedata.normalize("NFKC", text).lower())  # NFKC returns ASCII text at once
+    text = unicodedata.normalize("NFKC", text)  # ASCII text is returned at once
+    if not text.isascii():
+        # Typographic punctuation only: replace it first, so lower() runs on ASCII (about 8x
+        # faster than on a wider string). Exact when lower() leaves those characters alone.
+        others = _distinct_non_ascii(text)
+        if any(map(_WORD.match, others)) or any(other.lower() != other for other in others):
+            return word_runs(text.lower())
+        for other in others:
+            text = text.replace(other, " ")
+    return text.lower().translate(_ASCII_NON_WORD).split()
 
 
 def word_runs(text: str) -> list[str]:
