@@ -51,7 +51,7 @@ def words(text: str) -> list[str]:
         # Typographic punctuation only: replace it first, so lower() runs on ASCII (about 8x
         # faster than on a wider string). Exact when lower() leaves those characters alone.
         others = _distinct_non_ascii(text)
-        if any(map(_WORD.match, others)) or any(other.lower() != other for other in others):
+        if others is None or any(map(_WORD.match, others)) or any(other.lower() != other for other in others):
             return word_runs(text.lower())
         for other in others:
             text = text.replace(other, " ")
@@ -65,7 +65,7 @@ def word_runs(text: str) -> list[str]:
         # characters separate words exactly as a space does, so replace them and take the
         # ASCII path; text with non-ASCII letters (é, 中) takes the regex.
         others = _distinct_non_ascii(text)
-        if any(map(_WORD.match, others)):
+        if others is None or any(map(_WORD.match, others)):
             return _WORD.findall(text)
         for other in others:
             text = text.replace(other, " ")
@@ -79,21 +79,31 @@ def word_runs_each(texts: Sequence[str]) -> list[list[str]]:
         return [word_runs(text) for text in texts]
     if not joined.isascii():
         others = _distinct_non_ascii(joined)
-        if any(map(_WORD.match, others)):
+        if others is None or any(map(_WORD.match, others)):
             return [word_runs(text) for text in texts]
         for other in others:
             joined = joined.replace(other, " ")
     return [text.translate(_ASCII_NON_WORD).split() for text in joined.split("\n")]
 
 
-def _distinct_non_ascii(text: str) -> set[str]:
+def _distinct_non_ascii(text: str) -> set[str] | None:
+    """The distinct non-ASCII characters of ``text``; None when they are many (a non-Latin script:
+    collecting them would cost more than the regex the callers then use)."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) - len(text) > len(text) // 8:  # a non-ASCII character adds 1-3 bytes
+        return None
     # Bytes translate drops the ASCII in C; what is left is short for mostly-English text.
-    return set(text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
+    return set(data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
 
 
 def has_spaceless(text: str) -> bool:
     """Whether ``text`` has characters of a script written without spaces (ASCII: a flag check)."""
-    return not text.isascii() and any(map(_SPACELESS.match, _distinct_non_ascii(text)))
+    if text.isascii():
+        return False
+    others = _distinct_non_ascii(text)
+    if others is None:  # mostly non-Latin: the regex finds such a character early if there is one
+        return _SPACELESS.search(text) is not None
+    return any(map(_SPACELESS.match, others))
 
 
 @functools.lru_cache(maxsize=8)
