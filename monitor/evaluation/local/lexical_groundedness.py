@@ -15,7 +15,10 @@ as a hint to look, not as part of the value. Read the value as an early-warning 
 verdict. Context = documents' text, else the system prompt. Defect < 0.5.
 
 Bounded: the first 16 KiB and last 4 KiB of the answer, and the first 48 KiB and last 8 KiB of
-the context are read.
+the context are read. Text in a script written without spaces gives a term per character (about
+four times English's terms per character read, each ~0.5 µs when new), so when either text has
+one the views are a quarter of those (4 + 1 KiB of answer, 12 + 2 KiB of context), and
+``details`` says ``"spaceless_views": true``.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ DEFAULT_THRESHOLD = 0.5
 _MAX_LISTED = 10
 ANSWER_VIEW = (16_384, 4_096)
 CONTEXT_VIEW = (49_152, 8_192)
+SPACELESS_ANSWER_VIEW = (4_096, 1_024)
+SPACELESS_CONTEXT_VIEW = (12_288, 2_048)
 _NEGATION_REACH = 3  # a negation governs the next few words
 
 
@@ -102,21 +107,27 @@ def _context_terms(tokens: Sequence[str]) -> tuple[set[str | None], set[str | No
 def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
     """Term and term-bigram support of ``answer`` by ``context``; None when the answer has no content terms."""
     answer_view, context_view = bounded_view(answer, *ANSWER_VIEW), bounded_view(context, *CONTEXT_VIEW)
-    answer_tokens = view_words(answer_view)  # shared with the leak metric
-    context_tokens = words(context_view)
     spaceless = has_spaceless(answer_view) or has_spaceless(context_view)
+    if spaceless:
+        answer_view = bounded_view(answer, *SPACELESS_ANSWER_VIEW)
+        context_view = bounded_view(context, *SPACELESS_CONTEXT_VIEW)
+    answer_tokens = view_words(answer_view)  # shared with the leak metric (when the views agree)
+    context_tokens = words(context_view)
     support = (_support_by_terms if spaceless else _support_by_ids)(answer_tokens, context_tokens)
     if support is None:
         return None
     supported, content_terms, found_bigrams, unsupported = support
     bigrams = content_terms - 1
-    return {
+    result = {
         "value": supported / content_terms,
         "content_terms": content_terms,
         "bigram_support": found_bigrams / bigrams if bigrams else None,
         "unsupported_terms": unsupported,
         "negation_flips": _negation_flips(answer_tokens, context_tokens),
     }
+    if spaceless:
+        result["spaceless_views"] = True
+    return result
 
 
 # (answer terms the context has, answer terms, answer term bigrams the context has, a few unsupported terms)
