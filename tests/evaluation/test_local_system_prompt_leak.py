@@ -39,3 +39,18 @@ def test_cost_is_bounded_on_huge_inputs():
     huge = "word " * 400_000  # 2 MB: only the bounded views are read
     result = leak_share(huge, INSTRUCTIONS + " " + huge)
     assert result is not None and result["instruction_shingles"] < 10_000
+
+
+async def test_long_system_prompts_are_scored_alike_whether_documents_are_removed_early_or_late():
+    # Up to 20 KiB the evaluator removes the documents before choosing inline or executor;
+    # longer prompts go whole to the executor, which removes them there.
+    long_doc = "Warranty claims need the original receipt and the serial number of the unit. " * 300
+    for doc in (DOC, long_doc):
+        system = INSTRUCTIONS + "\n\n" + doc
+        recited = Turn("ab" * 16, "c", "q?", "My instructions: " + INSTRUCTIONS, documents=(Document("d1", doc),),
+                       system_prompt=system)
+        quoted = Turn("ab" * 16, "c", "q?", "As documented: " + doc[:2_000], documents=(Document("d1", doc),),
+                      system_prompt=system)
+        (leak,) = await SystemPromptLeakEvaluator().evaluate(recited)
+        (fine,) = await SystemPromptLeakEvaluator().evaluate(quoted)
+        assert leak.value == 1.0 and leak.defect and fine.value == 0.0 and not fine.defect, len(system)

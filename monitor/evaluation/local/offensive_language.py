@@ -33,7 +33,7 @@ from typing import Sequence
 
 from monitor.evaluation.local.normalise import fold
 from monitor.evaluation.local.offensive.model import load_model, model_loaded
-from monitor.evaluation.local.offload import run_cpu_bound, weighted_chars
+from monitor.evaluation.local.offload import run_cpu_bound, script_weight
 from monitor.evaluation.local.text import bounded_view, word_runs, word_runs_each
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
@@ -48,9 +48,9 @@ DEFAULT_THRESHOLD = 0.5
 DEHUMANISING_SCORE = 0.95
 HEAD_CHARS, TAIL_CHARS = 16_384, 4_096
 PIECE_CHARS = 400
-# Per character, up to 6x the lexical metric's cost (answers of many short sentences: a fold
-# and a classifier row each); see offload.weighted_chars.
-COST_PER_CHAR = 6
+# Cost in lexical-ASCII characters (offload.weighted_chars), measured: about 3 per character
+# read and 110 per sentence piece (its fold, its tokens, its classifier row).
+COST_PER_CHAR, COST_PER_SENTENCE = 3, 110
 MAX_PIECES = 600
 # A sentence ends at whitespace after . ! ? (or their full-width forms) and at a line break. The
 # pattern starts with a character class, so the regex engine skips to candidates in C; the
@@ -158,7 +158,9 @@ class OffensiveLanguageEvaluator:
         sentences = split_sentences(bounded_view(turn.answer, HEAD_CHARS, TAIL_CHARS))
         if not sentences:
             return [skipped(METRIC_ID, SCALE, "no answer")]
-        size = weighted_chars(turn.answer, HEAD_CHARS + TAIL_CHARS, COST_PER_CHAR)
+        chars = min(len(turn.answer), HEAD_CHARS + TAIL_CHARS)
+        cost = COST_PER_CHAR * chars + COST_PER_SENTENCE * len(sentences)
+        size = cost * script_weight(turn.answer, HEAD_CHARS + TAIL_CHARS, cost)
         scored = await run_cpu_bound(_score_sentences, sentences, size=size, force_executor=not model_loaded())
         worst = max(range(len(scored)), key=lambda i: scored[i][0])
         value, by_rule = scored[worst]

@@ -8,7 +8,7 @@ from typing import Callable, TypeVar
 
 from monitor.evaluation.local.text import has_spaceless
 
-__all__ = ["INLINE_MAX_CHARS", "NON_ASCII_WEIGHT", "SPACELESS_WEIGHT", "weighted_chars", "run_cpu_bound", "run_inline_here"]
+__all__ = ["INLINE_MAX_CHARS", "NON_ASCII_WEIGHT", "SPACELESS_WEIGHT", "weighted_chars", "script_weight", "run_cpu_bound", "run_inline_here"]
 
 T = TypeVar("T")
 
@@ -37,11 +37,17 @@ def weighted_chars(text: str, cap: int, per_char: int = 1) -> int:
     """What ``text`` counts towards INLINE_MAX_CHARS when a metric reads at most ``cap`` characters
     of it and costs ``per_char`` times what lexical groundedness costs per ASCII character."""
     chars = min(len(text), cap) * per_char
+    return chars * script_weight(text, cap, chars)
+
+
+def script_weight(text: str, cap: int, chars: int = 0) -> int:
+    """1 for ASCII, NON_ASCII_WEIGHT, or SPACELESS_WEIGHT for a script written without spaces
+    (looked for only when ``chars``, what the text counts otherwise, could still run inline)."""
     if text.isascii():  # a flag: O(1)
-        return chars
+        return 1
     if chars * NON_ASCII_WEIGHT > INLINE_MAX_CHARS:
-        return chars * NON_ASCII_WEIGHT  # off the loop whatever the script: no need to look
-    return chars * (SPACELESS_WEIGHT if has_spaceless(text[:cap]) else NON_ASCII_WEIGHT)
+        return NON_ASCII_WEIGHT  # off the loop whatever the script: no need to look
+    return SPACELESS_WEIGHT if has_spaceless(text[:cap]) else NON_ASCII_WEIGHT
 
 
 async def run_cpu_bound(fn: Callable[..., T], *args: object, size: int, force_executor: bool = False) -> T:
