@@ -21,9 +21,11 @@ since the bag of words would read them as threats.
 
 Cost is bounded: the first 16 KiB and last 4 KiB of the answer are read, every sentence there
 is scored (no merging: a profane sentence after the 100th is still seen), long sentences are
-cut into 400-character pieces, and at most :data:`MAX_PIECES` pieces are scored. Answers up to
-2,000 characters are scored inline (well under a millisecond); longer ones, and the first call
-of a process (which reads the weights), in an executor.
+cut into 400-character pieces, and at most :data:`MAX_PIECES` pieces are scored. Answers whose
+measured cost (per character read and per sentence piece, see ``offload.weighted_chars``) stays
+under about a millisecond are scored inline; longer ones, and the first call of a process (which
+reads the weights), in an executor. The sentences are scored together: one tokenising pass and
+one numpy pass for the classifier (plain Python for short answers).
 """
 
 from __future__ import annotations
@@ -154,7 +156,7 @@ class OffensiveLanguageEvaluator:
         self._threshold = threshold
 
     async def evaluate(self, turn: Turn) -> Sequence[Score]:
-        """Score the answer's sentences in the executor; value = the highest score."""
+        """Score the answer's sentences (in an executor above ~1 ms); value = the highest score."""
         sentences = split_sentences(bounded_view(turn.answer, HEAD_CHARS, TAIL_CHARS))
         if not sentences:
             return [skipped(METRIC_ID, SCALE, "no answer")]
