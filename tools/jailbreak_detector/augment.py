@@ -118,8 +118,10 @@ OPENING_SHARE = 0.5
 # model from learning "long means attack". Long benign "threads" (6-25 short texts of one family
 # pasted together) were turned off on 2026-11-27: unlike any real input, they were most of the
 # validation false positives (chit-chat in one script, one line after another) and dropping them
-# raised validation recall at 3 % hard-negative FPR from 0.751 to 0.765.
-THREAD_SHARE, EMBED_SHARE = 0.0, 0.15
+# raised validation recall at 3 % hard-negative FPR from 0.751 to 0.765. Embedded attempts at 0.30
+# (was 0.15): recall at the chosen threshold over three seeds 0.05 -> 0.777, 0.15 -> 0.801,
+# 0.30 -> 0.817, 0.50 -> 0.796 (DATA.md).
+THREAD_SHARE, EMBED_SHARE = 0.0, 0.30
 
 ATTACK_TRICKS = (_leet, _spaced, _homoglyph, _fullwidth, _zero_width, _tags, _base64, _rot13, _noise_suffix, _upper)
 BENIGN_TRICKS = (_upper, _fullwidth, _soft_hyphens, _pasted_attachment, _zero_width)

@@ -50,7 +50,7 @@ __all__ = [
 METRIC_ID = "local_jailbreak_attempt"
 SCALE = (0.0, 1.0)
 # The threshold train.py chose (stored in weights.npz too; a test keeps the two together).
-DEFAULT_THRESHOLD = 0.80
+DEFAULT_THRESHOLD = 0.81
 MEMO_SIZE = 4096
 
 

@@ -70,6 +70,10 @@ _PERSONA_CUES = (
     "jailbreak mode", "developer mode", "unrestricted", "opposite mode", "pretend to be", "pretend you are",
     "you are going to act as", "act as an ai", "role play as", "roleplay as", "immerse yourself", "amoral",
     "ethical guidelines", "never refuse", "lose tokens", "two responses", "not bound by",
+    # added 2026-11-27: the short DAN-family openers and "amoral" framings (validation over three
+    # seeds unchanged, 0.815 against 0.817; they lift short openers the n-grams score weakly)
+    "you are dan", "as dan", "dan mode", "stands for do anything", "can do anything", "from now on you are",
+    "you are now", "no ethical", "no moral", "without any ethical", "without any moral",
 )
 # Questions ask, orders command: most benign texts that use attack words are questions about
 # them ("How do I enable developer mode?"), most attempts are orders. Two cheap cues of the form;
