@@ -41,15 +41,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     for text in questions:  # the first call of each fills the memos; a server sees its words again
         score_text(text, weights)
     short: list[int] = []
+    around_100: list[int] = []
     for _ in range(args.rounds):
         for text in questions:
             start = time.process_time_ns()
             score_text(text, weights)
             short.append(time.process_time_ns() - start)
+            if 90 <= len(text) <= 110:
+                around_100.append(short[-1])
     mean_chars = sum(map(len, questions)) / len(questions)
     print(f"load average {os.getloadavg()[0]:.2f}; {len(questions)} questions of 50-200 chars (mean {mean_chars:.0f}), "
           f"{len(short)} calls: p50 {_percentile(short, 0.5):.1f} us, p99 {_percentile(short, 0.99):.1f} us, "
           f"max {max(short) / 1000:.1f} us")
+    print(f"  of which 90-110 chars, {len(around_100)} calls: p50 {_percentile(around_100, 0.5):.1f} us, "
+          f"p99 {_percentile(around_100, 0.99):.1f} us")
     rng = random.Random(5)
     cold: list[int] = []
     for size in (100, 200, 400, 800, 1500):  # every word new: the memos cannot help

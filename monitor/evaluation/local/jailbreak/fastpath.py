@@ -42,8 +42,9 @@ MISS_BUDGET = 400
 computed so far stay, so the memos still fill up, a little per call, while a cold start or a
 text of new words costs at most this plus the numpy path."""
 MEMO_KEY_CHARS = 48
-"""Longer words and word pairs are computed each time, not remembered: they rarely come back,
-and unique long tokens would otherwise fill the memos with kilobytes per entry."""
+"""Longer word pairs are computed each time, not remembered, and a text with a longer word goes
+the numpy path: such tokens rarely come back (Chinese or Japanese sentences, pasted blobs), and
+unique long tokens would otherwise fill the memos with kilobytes per entry."""
 
 _M64 = (1 << 64) - 1
 _SHIFT = 64 - HASH_BITS
@@ -99,8 +100,9 @@ class SparseTable:
             part = words_memo.get(word)
             if part is None:
                 budget -= len(_SIZES) * (len(word) + 2)
-                if budget < 0:
-                    return None
+                if budget < 0 or len(word) > MEMO_KEY_CHARS:
+                    return None  # too much new text, or a token too long to remember (scripts
+                    # written without spaces, pasted blobs): numpy hashes it faster
                 part = self._remember(words_memo, word, self._word(word))
             total += part
             end = pos + len(word)  # the space after the word

@@ -47,6 +47,7 @@ MIX = 0x9E3779B97F4A7C15
 _PRIME = np.uint64(PRIME)
 _MIX = np.uint64(MIX)
 _SHIFT = np.uint64(64 - HASH_BITS)
+_OFFSETS = {n: np.uint64(n * pow(PRIME, n, 1 << 64) % (1 << 64)) for n in CHAR_NGRAMS}
 
 _UPPER = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LETTERS = _UPPER + _UPPER.lower()
@@ -100,14 +101,15 @@ class Features:
 def _char_buckets(text: str) -> list[np.ndarray]:
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     out = []
-    for n in CHAR_NGRAMS:
+    # The hash of an n-gram is n * PRIME**n + sum(code_k * PRIME**(n-1-k)) (mod 2**64): the sum
+    # part of the (n+1)-grams extends the n-grams' by one step, so all sizes share one pass.
+    tail = codes
+    for n in range(1, max(CHAR_NGRAMS) + 1):
         if len(codes) < n:
-            continue
-        width = len(codes) - n + 1
-        h = np.full(width, np.uint64(n), dtype=np.uint64)
-        for k in range(n):
-            h = h * _PRIME + codes[k:k + width]
-        out.append((h * _MIX) >> _SHIFT)
+            break
+        tail = codes[: len(codes) - n + 1] if n == 1 else tail[:-1] * _PRIME + codes[n - 1:]
+        if n in CHAR_NGRAMS:
+            out.append(((tail + _OFFSETS[n]) * _MIX) >> _SHIFT)
     return out
 
 
