@@ -1,24 +1,28 @@
 """The n-gram part of the margin for a short text, in plain Python, equal to the numpy path's.
 
 Why: the flag runs on every turn's question, usually 50-200 characters. For arrays that small
-numpy's fixed cost per call (some thirty calls to hash three n-gram sizes and two word n-gram
-kinds) is most of the detector's time, and the same words come back turn after turn.
+numpy's fixed cost per call (a few dozen calls to hash five n-gram sizes and two word n-gram
+kinds and to sum their weights) was most of the detector's time, and the same words come back
+turn after turn.
 
 How: the sparse part of the margin is the sum of one weight per n-gram occurrence of
-``" " + body + " "`` (character 3-5-grams) and of ``body.split()`` (words and word pairs),
+``" " + body + " "`` (character n-grams) and of ``body.split()`` (words and word pairs),
 divided by the square root of their count. The body's tokens are separated by single spaces, so
 every character window either lies inside one padded token ``" word "`` or has a space strictly
 inside it; the second kind is attributed to its first inner space and is fully determined by the
-three characters either side of that space. The sum therefore splits into three memoised parts:
+``max(CHAR_NGRAMS) - 2`` characters either side of that space. (A 1-gram of a space would sit in
+two padded words, hence sizes of at least 2.) The sum therefore splits into three memoised parts:
 
 - per word: its windows inside ``" word "`` plus its unigram weight;
-- per inner space: the windows that first cross it (key: up to 7 characters around it);
+- per inner space: the windows that first cross it (key: the characters around it);
 - per adjacent word pair: the bigram weight.
 
 Each part is computed with the same integer hash as :mod:`.features` (Python integers, reduced
 modulo 2**64 where numpy's uint64 wraps). The shipped weights are float16 values, so their
 float64 sums are exact in any order: this path and the numpy path give bit-identical sums.
-The memos are bounded (cleared when full), so memory stays flat whatever the traffic.
+The memos are bounded (cleared when full, long keys never stored), so memory stays flat whatever
+the traffic, and a call hashes at most :data:`MISS_BUDGET` new windows before it hands the text
+to the numpy path.
 """
 
 from __future__ import annotations
