@@ -158,7 +158,8 @@ def write(fitted: Fitted, calibration: tuple[float, float], threshold: float, tr
     np.savez_compressed(
         path, format_version=np.int64(FORMAT_VERSION), buckets=fitted.buckets.astype(np.float16),
         structural=fitted.structural, structural_mean=fitted.mean, structural_scale=fitted.scale,
-        char_ngrams=np.array(CHAR_NGRAMS, dtype=np.int64), structural_names=np.array(STRUCTURAL), bias=np.float64(fitted.bias), calibration=np.array(calibration),
+        char_ngrams=np.array(CHAR_NGRAMS, dtype=np.int64), structural_names=np.array(STRUCTURAL),
+        bias=np.float64(fitted.bias), calibration=np.array(calibration),
         threshold=np.float64(threshold), trained_on=np.array(trained_on),
     )
 

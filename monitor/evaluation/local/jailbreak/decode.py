@@ -36,7 +36,8 @@ _COMMON = tuple(w.encode() for w in (" the ", " and ", " you ", " to ", " of ", 
     " ignore ", " previous ", " instructions ", " system ", " prompt ", " rules ", " reveal ", " secret ", " password "))
 _ROT13 = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz", b"nopqrstuvwxyzabcdefghijklm")
 # The tokens that ROT13 or reversal turn into one of the common words.
-_TRANSFORMED_COMMON = frozenset(w.strip().translate(_ROT13) for w in _COMMON) | frozenset(w.strip()[::-1] for w in _COMMON)
+_TRANSFORMED_COMMON = (frozenset(w.strip().translate(_ROT13) for w in _COMMON)
+                       | frozenset(w.strip()[::-1] for w in _COMMON))
 
 
 @dataclass(frozen=True, slots=True)
