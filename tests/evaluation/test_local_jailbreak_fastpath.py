@@ -11,7 +11,7 @@ import pytest
 from monitor.evaluation.local.jailbreak import fastpath
 from monitor.evaluation.local.jailbreak.fastpath import SparseTable, fast_eligible
 from monitor.evaluation.local.jailbreak.features import extract, ngram_buckets, prepare
-from monitor.evaluation.local.jailbreak.model import load_weights, score_features, score_text
+from monitor.evaluation.local.jailbreak.model import decoded_views, load_weights, score_features, score_text
 
 TEXTS = [
     "How do I reset my password if I no longer have access to the email on the account?",
@@ -34,7 +34,8 @@ def _random_texts(count: int) -> list[str]:
 @pytest.mark.parametrize("text", TEXTS + _random_texts(200))
 def test_score_text_equals_the_numpy_path(text: str) -> None:
     weights = load_weights()
-    assert abs(score_text(text, weights).probability - score_features(weights, extract(text)).probability) < 1e-9
+    numpy_path = max(score_features(weights, extract(view)).probability for view in (text, *decoded_views(text)))
+    assert abs(score_text(text, weights).probability - numpy_path) < 1e-9
 
 
 def test_short_questions_take_the_fast_path_and_sum_bit_identically(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,7 +31,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedGroupKFold
 
 from monitor.evaluation.local.jailbreak.features import CHAR_NGRAMS, HASH_BITS, STRUCTURAL, extract
-from monitor.evaluation.local.jailbreak.model import FORMAT_VERSION, WEIGHTS_FILE
+from monitor.evaluation.local.jailbreak.model import FORMAT_VERSION, WEIGHTS_FILE, decoded_views
 from tools.jailbreak_detector.augment import augment
 from tools.jailbreak_detector.evaluate import is_hard_negative, report
 from tools.jailbreak_detector.example import Example
@@ -77,6 +77,35 @@ def featurize(texts: Sequence[str]) -> tuple[sparse.csr_matrix, np.ndarray]:
     )
     matrix.sum_duplicates()
     return matrix, np.vstack(dense)
+
+
+class Views:
+    """The decoded payloads of each text, which run time also scores as texts of their own,
+    keeping the higher margin (``model.score_text``): validation, calibration, the threshold and
+    the held-out report score them the same way. The fit itself sees only the texts."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        owners, payloads = [], []
+        for i, text in enumerate(texts):
+            for payload in decoded_views(text):
+                owners.append(i)
+                payloads.append(payload)
+        self.size = len(texts)
+        self.owners = np.array(owners, dtype=np.int64)
+        self.features = featurize(payloads) if payloads else None
+
+    def margins(self, fitted: "Fitted", x: sparse.csr_matrix, d: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Margins of texts ``rows`` as run time computes them."""
+        margins = fitted.margins(x[rows], d[rows])
+        if self.features is None:
+            return margins
+        where = np.full(self.size, -1, dtype=np.int64)
+        where[rows] = np.arange(len(rows))
+        mine = where[self.owners] >= 0
+        if mine.any():
+            vx, vd = self.features
+            np.maximum.at(margins, where[self.owners[mine]], fitted.margins(vx[mine], vd[mine]))
+        return margins
 
 
 def source_weights(examples: Sequence[Example]) -> np.ndarray:
@@ -126,7 +155,7 @@ def fold_groups(examples: Sequence[Example], chunk: int = GROUP_CHUNK) -> np.nda
 
 
 def out_of_fold(x: sparse.csr_matrix, d: np.ndarray, y: np.ndarray, w: np.ndarray, groups: np.ndarray,
-                c: float = C, folds: int = 5, repeats: int = REPEATS) -> np.ndarray:
+                views: Views, c: float = C, folds: int = 5, repeats: int = REPEATS) -> np.ndarray:
     """Margins of each training text from models fitted without its group (stratified group
     folds), averaged over ``repeats`` different assignments of the groups to folds."""
     margins = np.zeros(len(y))
@@ -134,7 +163,7 @@ def out_of_fold(x: sparse.csr_matrix, d: np.ndarray, y: np.ndarray, w: np.ndarra
         splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=SEED + repeat)
         for train_idx, test_idx in splitter.split(x, y, groups):
             fitted = Fitted(x[train_idx], d[train_idx], y[train_idx], w[train_idx], c)
-            margins[test_idx] += fitted.margins(x[test_idx], d[test_idx]) / repeats
+            margins[test_idx] += views.margins(fitted, x, d, test_idx) / repeats
     return margins
 
 
@@ -186,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     x, d = featurize([e.text for e in train])
     y = np.array([e.label for e in train])
     w = source_weights(train)
-    oof = out_of_fold(x, d, y, w, fold_groups(train), args.c)
+    oof = out_of_fold(x, d, y, w, fold_groups(train), Views([e.text for e in train]), args.c)
     calibration = platt(oof, y)
     threshold = choose_threshold(train, probabilities(oof, calibration))
     validation = probabilities(oof, calibration).tolist()
@@ -195,7 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("  at " + report(train, validation, other).lines()[0])
     fitted = Fitted(x, d, y, w, args.c)
     hx, hd = featurize([e.text for e in split.held_out])
-    held = report(split.held_out, probabilities(fitted.margins(hx, hd), calibration).tolist(), threshold)
+    held_margins = Views([e.text for e in split.held_out]).margins(fitted, hx, hd, np.arange(len(split.held_out)))
+    held = report(split.held_out, probabilities(held_margins, calibration).tolist(), threshold)
     print("\n".join(["held-out sources:"] + held.lines()))
     counts = Counter(("attack" if e.label else "benign") for e in split.train)
     trained_on = (f"{dt.date.today().isoformat()}: {counts['attack']} attack and {counts['benign']} benign texts from "

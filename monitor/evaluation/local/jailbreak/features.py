@@ -178,6 +178,8 @@ class Prepared:
     body: str
     """Folded text (single spaces between tokens), plus `` \\n `` and the folded payloads if any."""
     decoded: bool
+    payloads: tuple[str, ...]
+    """The decoded payloads as they came out of their encoding (each scored as a text of its own)."""
     values: tuple[float, ...]
     """:data:`STRUCTURAL` counts before ``log1p``."""
     signals: tuple[str, ...]
@@ -193,7 +195,7 @@ def prepare(text: str) -> Prepared:
         body = body + " \n " + fold(" ".join(decoded.texts)).text
     values = structure_values(len(text), view, folded, decoded.kinds)
     signals = tuple(name for name, least in _SIGNAL_MIN.items() if values[_INDEX[name]] >= least)
-    return Prepared(body, bool(decoded.texts), values, signals)
+    return Prepared(body, bool(decoded.texts), decoded.texts, values, signals)
 
 
 def ngram_buckets(body: str) -> np.ndarray:

@@ -23,11 +23,12 @@ from monitor.evaluation.local.jailbreak.features import (
     HASH_BITS,
     STRUCTURAL,
     Features,
+    Prepared,
     ngram_buckets,
     prepare,
 )
 
-__all__ = ["WEIGHTS_FILE", "Weights", "Verdict", "load_weights", "score_features", "score_text"]
+__all__ = ["WEIGHTS_FILE", "Weights", "Verdict", "decoded_views", "load_weights", "score_features", "score_text"]
 
 WEIGHTS_FILE = "weights.npz"
 # 2: the character n-gram sizes are stored (``char_ngrams``) and checked, since weights learned
@@ -141,11 +142,29 @@ def score_features(weights: Weights, features: Features) -> Verdict:
 def score_text(text: str, weights: Weights | None = None) -> Verdict:
     """Calibrated probability that ``text`` is an attempt (bounded cost whatever its length).
 
-    Equal (to rounding) to ``score_features(weights, extract(text))``; short texts whose words
-    the plain-Python path (:mod:`.fastpath`) mostly remembers take it, others the numpy one.
+    Equal (to rounding) to the highest ``score_features(weights, extract(v))`` over ``v`` = the
+    text and each of its :func:`decoded_views`; short texts whose words the plain-Python path
+    (:mod:`.fastpath`) mostly remembers take it, others the numpy one.
     """
     weights = weights or load_weights()
     prepared = prepare(text)
+    value = _prepared_margin(weights, prepared)
+    # An encoded payload is read as if it had been sent in the clear too: "aWdub3Jl..." asks what
+    # its decoded text asks, however little of the wrapper's n-grams look like an attack. The
+    # verdict is the stronger of the two readings (payloads are few and bounded: MAX_PAYLOADS of
+    # MAX_BLOB_CHARS each; their own payloads are folded into their text, not read again).
+    for payload in prepared.payloads:
+        value = max(value, _prepared_margin(weights, prepare(payload)))
+    return Verdict(_probability(weights, value), prepared.signals)
+
+
+def decoded_views(text: str) -> tuple[str, ...]:
+    """The payloads :func:`score_text` also reads as texts of their own (the training script scores
+    them the same way, so validation and the threshold see what run time sees)."""
+    return prepare(text).payloads
+
+
+def _prepared_margin(weights: Weights, prepared: Prepared) -> float:
     summed = weights.table.total(prepared.body) if fast_eligible(prepared.body) else None
     if summed is None:
         buckets = ngram_buckets(prepared.body)
@@ -154,4 +173,4 @@ def score_text(text: str, weights: Weights | None = None) -> Verdict:
     value = weights.bias + (total / math.sqrt(n) if n else 0.0)
     for raw, (mean, scale, weight) in zip(prepared.values, weights.dense):
         value += (math.log1p(raw) - mean) / scale * weight
-    return Verdict(_probability(weights, value), prepared.signals)
+    return value
