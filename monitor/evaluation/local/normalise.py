@@ -17,6 +17,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from monitor.evaluation.local.text import distinct_non_ascii
+
 __all__ = ["Folded", "fold", "CONFUSABLES", "LEET"]
 
 # Format characters that render as nothing (zero-width space/joiners, word joiner, BOM, soft
@@ -93,7 +95,6 @@ _TYPOGRAPHIC_NFKC = {
     "\u00ab": "\u00ab", "\u00bb": "\u00bb", "\u00b7": "\u00b7", "\u00b0": "\u00b0", "\u00a9": "\u00a9",
     "\u2026": "...", "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2002": " ", "\u2003": " ",
 }
-_TYPOGRAPHIC_CHANGED = tuple((ch, nfkc) for ch, nfkc in _TYPOGRAPHIC_NFKC.items() if ch != nfkc)
 
 
 def fold(text: str) -> Folded:
@@ -146,18 +147,13 @@ def _fold_characters(text: str) -> tuple[str, int, int, int]:
 
 
 def _typographic_nfkc(text: str) -> str | None:
-    """NFKC of ``text`` when its only non-ASCII characters are typographic ones, else None.
-    Each ``in``/``replace`` is one C-level pass; most texts hold few of these characters."""
-    probe = text
-    for ch in _TYPOGRAPHIC_NFKC:
-        if ch in probe:
-            probe = probe.replace(ch, "")
-            if probe.isascii():
-                break
-    if not probe.isascii():
+    """NFKC of ``text`` when its only non-ASCII characters are typographic ones, else None."""
+    others = distinct_non_ascii(text)
+    if others is None or not others.issubset(_TYPOGRAPHIC_NFKC):
         return None
-    for ch, nfkc in _TYPOGRAPHIC_CHANGED:
-        if ch in text:
+    for ch in others:
+        nfkc = _TYPOGRAPHIC_NFKC[ch]
+        if nfkc != ch:
             text = text.replace(ch, nfkc)
     return text
 

@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["words", "word_runs", "word_runs_each", "view_words", "has_spaceless", "content_words", "terms", "terms_of", "token_terms", "TermTable",
+__all__ = ["words", "word_runs", "word_runs_each", "view_words", "has_spaceless", "distinct_non_ascii", "content_words", "terms", "terms_of", "token_terms", "TermTable",
            "term_table", "code_points", "TERM_BITS", "stem", "bounded_view", "NEGATIONS", "STOPWORDS"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -50,7 +50,7 @@ def words(text: str) -> list[str]:
     if not text.isascii():
         # Typographic punctuation only: replace it first, so lower() runs on ASCII (about 8x
         # faster than on a wider string). Exact when lower() leaves those characters alone.
-        others = _distinct_non_ascii(text)
+        others = distinct_non_ascii(text)
         if others is None or any(map(_WORD.match, others)) or any(other.lower() != other for other in others):
             return word_runs(text.lower())
         for other in others:
@@ -64,7 +64,7 @@ def word_runs(text: str) -> list[str]:
         # Mostly-English text with typographic punctuation (’ “ ” — …, as LLMs write): those
         # characters separate words exactly as a space does, so replace them and take the
         # ASCII path; text with non-ASCII letters (é, 中) takes the regex.
-        others = _distinct_non_ascii(text)
+        others = distinct_non_ascii(text)
         if others is None or any(map(_WORD.match, others)):
             return _WORD.findall(text)
         for other in others:
@@ -78,7 +78,7 @@ def word_runs_each(texts: Sequence[str]) -> list[list[str]]:
     if joined.count("\n") != len(texts) - 1 or not texts:  # a text has line breaks of its own
         return [word_runs(text) for text in texts]
     if not joined.isascii():
-        others = _distinct_non_ascii(joined)
+        others = distinct_non_ascii(joined)
         if others is None or any(map(_WORD.match, others)):
             return [word_runs(text) for text in texts]
         for other in others:
@@ -86,11 +86,12 @@ def word_runs_each(texts: Sequence[str]) -> list[list[str]]:
     return [text.translate(_ASCII_NON_WORD).split() for text in joined.split("\n")]
 
 
-def _distinct_non_ascii(text: str) -> set[str] | None:
+def distinct_non_ascii(text: str) -> set[str] | None:
     """The distinct non-ASCII characters of ``text``; None when they are many (a non-Latin script:
     collecting them would cost more than the regex the callers then use)."""
     data = text.encode("utf-8", "surrogatepass")
-    if len(data) - len(text) > len(text) // 8:  # a non-ASCII character adds 1-3 bytes
+    # A non-ASCII character adds 1-3 bytes; a short text may hold a few (a quote, a dash).
+    if len(data) - len(text) > len(text) // 8 + 16:
         return None
     # Bytes translate drops the ASCII in C; what is left is short for mostly-English text.
     return set(data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
@@ -100,7 +101,7 @@ def has_spaceless(text: str) -> bool:
     """Whether ``text`` has characters of a script written without spaces (ASCII: a flag check)."""
     if text.isascii():
         return False
-    others = _distinct_non_ascii(text)
+    others = distinct_non_ascii(text)
     if others is None:  # mostly non-Latin: the regex finds such a character early if there is one
         return _SPACELESS.search(text) is not None
     return any(map(_SPACELESS.match, others))
