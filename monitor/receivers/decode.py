@@ -468,7 +468,7 @@ def decode_traces(body: bytes, media_type: str, now_ns: int | None = None,
     skipped unread, from JSON (already parsed) they are validated, then dropped."""
     now_ns = now_ns or time.time_ns()
     if media_type == PROTOBUF:
-        return _pb_spans(_parse_pb(ExportTraceServiceRequest, body), now_ns, max_chars, len(body), selection)
+        return decode_trace_request(parse_trace_request(body), len(body), now_ns, max_chars, selection)
     return _json_spans(_json_load(body), now_ns, max_chars, len(body), selection)
 
 
