@@ -2,7 +2,7 @@
 
 Sources are whole units: a source is either in the training split or in the held-out split
 (``HELD_OUT``), never both, so the held-out figures measure families of text the model has not
-seen. A text that occurs in both splits is dropped from training. ``DATA.md`` lists each source
+seen. A training text that is a copy or near-copy of a held-out text is dropped from training. ``DATA.md`` lists each source
 with its licence and count (``train.py --counts`` prints them).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tools.jailbreak_detector import attacks, benign, compose
+from tools.jailbreak_detector import attacks, benign, compose, scanners
 from tools.jailbreak_detector.example import Example
 from tools.jailbreak_detector.wheels import Wheels
 
@@ -33,6 +33,15 @@ SOURCES: dict[str, Loader] = {
     "antler/techniques": attacks.antler_techniques,
     "jailscan/scenarios": attacks.jailscan_scenarios,
     "rag-monitor/composed": compose.composed,
+    "aicu-scanner": scanners.aicu_scanner,
+    "vigia": scanners.vigia,
+    "promptbadger": scanners.promptbadger,
+    "raginject": scanners.raginject,
+    "protectrag": scanners.protectrag,
+    "prompt-fuzz-cli": scanners.prompt_fuzz_cli,
+    "aegisrt": scanners.aegisrt,
+    "weiseer-prompt-redteam": scanners.weiseer,
+    "prompt-lint-py": scanners.prompt_lint,
     "bastioncorpus/malicious": attacks.bastion,
     "hermes-jailbench/attacks": attacks.hermes,
     "jailbreak-corpus-mini": attacks.jailbreak_corpus_mini,
@@ -45,6 +54,7 @@ SOURCES: dict[str, Loader] = {
     "inspect-evals/coding-tasks": benign.coding_tasks,
     "spikee/investment": lambda w: benign.spikee_investment(w, False),
     "rag-monitor/hard-negatives": benign.hard_negatives,
+    "prompt-armor/benign": scanners.prompt_armor_benign,
     "bastioncorpus/benign": lambda w: attacks.bastion(w, 0),
     "spikee/investment-fp": lambda w: benign.spikee_investment(w, True),
     "inspect-evals/freshqa": benign.freshqa,
@@ -68,6 +78,39 @@ def _key(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+SHINGLE_WORDS = 6
+# A training text that shares this share of its (or a held-out text's) word 6-grams with one
+# held-out text is a near-copy of it (the same template with another request, one sentence
+# reworded) and is dropped from training, so the held-out figures measure unseen text.
+NEAR_COPY_SHARE = 0.3
+
+
+def _shingles(text: str) -> set[str]:
+    words = _key(text).split()
+    if len(words) <= SHINGLE_WORDS:
+        return {" ".join(words)}
+    return {" ".join(words[i:i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)}
+
+
+class _NearCopies:
+    """Finds the held-out text a training text is a near-copy of (word-shingle overlap)."""
+
+    def __init__(self, held_out: list[Example]) -> None:
+        self._sizes = [len(_shingles(e.text)) for e in held_out]
+        self._index: dict[str, list[int]] = {}
+        for i, example in enumerate(held_out):
+            for shingle in _shingles(example.text):
+                self._index.setdefault(shingle, []).append(i)
+
+    def __contains__(self, text: str) -> bool:
+        mine = _shingles(text)
+        shared: dict[int, int] = {}
+        for shingle in mine:
+            for i in self._index.get(shingle, ()):
+                shared[i] = shared.get(i, 0) + 1
+        return any(n >= NEAR_COPY_SHARE * min(len(mine), self._sizes[i]) for i, n in shared.items())
+
+
 class Split:
     """Training and held-out examples, deduplicated (held-out copies win)."""
 
@@ -84,12 +127,12 @@ def load(cache: Path) -> Split:
         examples = [e for e in loader(wheels) if e.text.strip()]
         assert all(e.source.startswith(name.split("/")[0]) for e in examples), name
         by_split[name in HELD_OUT].extend(examples)
-    held_keys = {_key(e.text) for e in by_split[True]}
+    near_copies = _NearCopies(by_split[True])
     seen: set[str] = set()
     train = []
     for example in by_split[False]:
         key = _key(example.text)
-        if key in held_keys or key in seen:
+        if key in seen or example.text in near_copies:
             continue
         seen.add(key)
         train.append(example)

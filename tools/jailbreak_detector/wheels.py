@@ -34,6 +34,17 @@ PACKAGES = {
     "blastcontain-drill": "0.2.0",
     "antler": "0.1.2",
     "jailscan": "0.1.1",
+    # added 2026-11-27 (scanners.py): payload files of prompt-security scanners and red-team tools
+    "aicu-scanner": "1.5.0",
+    "vigia": "0.6.2",
+    "promptbadger": "0.3.1",
+    "raginject": "0.12.0",
+    "protectrag": "0.6.0",
+    "prompt-armor": "0.9.1",
+    "prompt-fuzz-cli": "0.1.0",
+    "aegisrt": "0.1.0",
+    "weiseer-prompt-redteam": "0.1.0",
+    "prompt-lint-py": "0.5.1",
 }
 # Reserved for independent evaluation: never fetched, never read, never used for tuning.
 FORBIDDEN = ("pyrit", "garak", "deepteam", "promptinject")
