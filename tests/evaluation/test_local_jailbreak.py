@@ -100,7 +100,7 @@ def test_only_the_head_and_tail_of_a_long_question_are_read() -> None:
     assert np.array_equal(one.buckets, other.buckets)
 
 
-@pytest.mark.parametrize("unit", ["aim ", "I.g.n.o.r.e ", "a b ", "QUJD", "41 ", "1gn0re ", "\n", "é\u200b"])
+@pytest.mark.parametrize("unit", ["aim ", "I.g.n.o.r.e ", "a b ", "QUJD", "41 ", "1gn0re ", "\n", "é\u200b", ". - ", "alfa ", "%41", "\u2801 ", "uif "])
 def test_a_mebibyte_of_anything_scores_within_a_few_milliseconds(unit: str) -> None:
     text = unit * ((1 << 20) // len(unit))
     detect_jailbreak_attempt(text)

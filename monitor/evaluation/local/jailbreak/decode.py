@@ -1,4 +1,5 @@
-"""Find text hidden in an encoding (base64, hex, binary, ROT13, reversed) and decode it.
+"""Find text hidden in an encoding (base64, base32, hex, binary, %-escapes, Morse, NATO alphabet,
+Braille, Caesar shifts and Atbash, reversed) and decode it.
 
 A request smuggled as "decode this and do what it says" carries its attack in the payload, so
 the detector reads the decoded text alongside the original. Everything here is bounded: the
@@ -14,6 +15,8 @@ import binascii
 import re
 from dataclasses import dataclass
 from typing import Iterator
+
+from monitor.evaluation.local.jailbreak import letter_codes
 
 __all__ = ["Decoded", "decode_payloads", "MAX_PAYLOADS", "MAX_BLOB_CHARS"]
 
@@ -34,10 +37,11 @@ _COMMON = tuple(w.encode() for w in (" the ", " and ", " you ", " to ", " of ", 
            " with ", " for ", " not ", " how ", " what ", " me ", " my ", " it ", " now ",
     # words an attack hidden this way tends to carry, so a short hidden order is found too
     " ignore ", " previous ", " instructions ", " system ", " prompt ", " rules ", " reveal ", " secret ", " password "))
-_ROT13 = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz", b"nopqrstuvwxyzabcdefghijklm")
-# The tokens that ROT13 or reversal turn into one of the common words.
-_TRANSFORMED_COMMON = (frozenset(w.strip().translate(_ROT13) for w in _COMMON)
-                       | frozenset(w.strip()[::-1] for w in _COMMON))
+_COMMON_WORDS = tuple(w.strip() for w in _COMMON)
+# The tokens that a letter cipher (ROT13, other Caesar shifts, Atbash) turns into a common word,
+# and which ciphers do; and those that reversal does.
+_CIPHERED_COMMON = letter_codes.cipher_index(_COMMON_WORDS)
+_REVERSED_COMMON = frozenset(w[::-1] for w in _COMMON_WORDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,20 +121,33 @@ def decode_payloads(text: str) -> Decoded:
     if digits * 4 >= len(raw) >= 36:
         found += [("hex", _hex(m.group())) for m in _limited(_SPACED_HEX.finditer(text))]
         found += [("binary", _binary(m.group())) for m in _limited(_SPACED_BINARY.finditer(text))]
-    payloads = [(kind, decoded[:MAX_BLOB_CHARS]) for kind, decoded in found if decoded][:MAX_PAYLOADS]
+    found.append(("percent", letter_codes.percent(text, _printable)))
+    found.append(("morse", letter_codes.morse(text)))
+    found.append(("braille", letter_codes.braille(text)))
     tokens = raw.lower().split()
-    # A word counted in a transform is a whole token of the text, so the tokens that some
-    # transform turns into a common word bound the count from above: under three, neither
-    # transform can qualify, and the three counting passes are skipped (same result, less work).
-    if sum(map(_TRANSFORMED_COMMON.__contains__, tokens)) < 3:
+    distinct = set(tokens)
+    found.append(("nato", letter_codes.nato(tokens, distinct)))
+    payloads = [(kind, decoded[:MAX_BLOB_CHARS]) for kind, decoded in found if decoded][:MAX_PAYLOADS]
+    # A word counted in a transform is a whole token of the text, so the tokens that a transform
+    # turns into a common word must be there: a cipher is tried only when three distinct ones
+    # are, reversal when three occurrences are (a hidden order uses several different words).
+    transforms: list[tuple[str, bytes | None]] = [
+        (name, CIPHER_TABLES[name]) for name in letter_codes.cipher_candidates(distinct, _CIPHERED_COMMON)]
+    if sum(map(_REVERSED_COMMON.__contains__, tokens)) >= 3:
+        transforms.append(("reversed", None))
+    if not transforms:
         return Decoded(tuple(t for _, t in payloads), tuple(k for k, _ in payloads))
     lowered = b" " + b" ".join(tokens) + b" "
     plain = _common_words(lowered)
-    for kind, transformed in (("rot13", lowered.translate(_ROT13)), ("reversed", lowered[::-1])):
+    for kind, table in transforms:
+        transformed = lowered[::-1] if table is None else lowered.translate(table)
         hits = _common_words(transformed)
         if hits >= 3 and hits > 2 * plain + 1 and len(payloads) < MAX_PAYLOADS:
             payloads.append((kind, transformed[:MAX_BLOB_CHARS].decode("ascii")))
     return Decoded(tuple(t for _, t in payloads), tuple(k for k, _ in payloads))
+
+
+CIPHER_TABLES = {name: decipher for name, (decipher, _) in letter_codes.CIPHERS.items()}
 
 
 def _limited(matches: Iterator[re.Match[str]]) -> Iterator[re.Match[str]]:
