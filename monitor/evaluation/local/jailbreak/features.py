@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from monitor.evaluation.local.jailbreak.decode import decode_payloads
+from monitor.evaluation.local.jailbreak.glossary import concepts
 from monitor.evaluation.local.normalise import Folded, fold
 from monitor.evaluation.local.text import bounded_view
 
@@ -176,7 +177,8 @@ class Prepared:
     """What both scoring paths read: the folded text with any decoded payload, the structural counts."""
 
     body: str
-    """Folded text (single spaces between tokens), plus `` \\n `` and the folded payloads if any."""
+    """Folded text (single spaces between tokens), plus `` \\n `` and the folded payloads if any,
+    plus `` \\n `` and the :mod:`.glossary` markers of the ideas it uses if any."""
     decoded: bool
     payloads: tuple[str, ...]
     """The decoded payloads as they came out of their encoding (each scored as a text of its own)."""
@@ -193,6 +195,9 @@ def prepare(text: str) -> Prepared:
     body = folded.text
     if decoded.texts:
         body = body + " \n " + fold(" ".join(decoded.texts)).text
+    markers = concepts(body)
+    if markers:
+        body = body + " \n " + " ".join(markers)
     values = structure_values(len(text), view, folded, decoded.kinds)
     signals = tuple(name for name, least in _SIGNAL_MIN.items() if values[_INDEX[name]] >= least)
     return Prepared(body, bool(decoded.texts), decoded.texts, values, signals)
