@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from monitor.evaluation.local.text import distinct_non_ascii
 
-__all__ = ["Folded", "fold", "CONFUSABLES", "LEET"]
+__all__ = ["Folded", "fold", "without_marks", "CONFUSABLES", "LEET"]
 
 # Format characters that render as nothing (zero-width space/joiners, word joiner, BOM, soft
 # hyphen, bidi controls, variation selectors): removed so "ig\u200bnore" reads "ignore".
@@ -206,3 +206,19 @@ def _alternates(core: str) -> bool:
 def collapse_whitespace(text: str) -> str:
     """Runs of whitespace as one space (a single C-level pass)."""
     return _WHITESPACE.sub(" ", text).strip()
+
+
+# Combining diacritics (accents, macrons, strike-through and other overlays, "Zalgo" stacks);
+# the marks of scripts whose vowels are written as marks (Devanagari, Arabic, Hebrew) are kept.
+_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+
+
+def without_marks(text: str) -> str:
+    """``text`` with the combining diacritics of Latin, Greek and Cyrillic letters removed
+    ("ignōrē" -> "ignore", "i̸g̸n̸o̸r̸e̸" -> "ignore"): decomposed first, so precomposed letters lose
+    their marks too, and recomposed after (Hangul syllables stay syllables). ASCII text comes
+    back as it is."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFD", text)))
+

@@ -25,7 +25,7 @@ import numpy as np
 
 from monitor.evaluation.local.jailbreak.decode import decode_payloads
 from monitor.evaluation.local.jailbreak.glossary import concepts
-from monitor.evaluation.local.normalise import Folded, fold
+from monitor.evaluation.local.normalise import Folded, fold, without_marks
 from monitor.evaluation.local.text import bounded_view
 
 __all__ = ["HASH_BITS", "HEAD_CHARS", "TAIL_CHARS", "CHAR_NGRAMS", "STRUCTURAL", "Features", "Prepared", "extract",
@@ -178,7 +178,7 @@ class Prepared:
 
     body: str
     """Folded text (single spaces between tokens), plus `` \\n `` and the folded payloads if any,
-    plus `` \\n `` and the :mod:`.glossary` markers of the ideas it uses if any."""
+    plus a space and the :mod:`.glossary` markers of the ideas it uses if any."""
     decoded: bool
     payloads: tuple[str, ...]
     """The decoded payloads as they came out of their encoding (each scored as a text of its own)."""
@@ -192,12 +192,14 @@ def prepare(text: str) -> Prepared:
     view = bounded_view(text, HEAD_CHARS, TAIL_CHARS)
     decoded = decode_payloads(view)
     folded = fold(view)
-    body = folded.text
+    # Diacritics go too: "ignōrē" and strike-through overlays read as the word they decorate.
+    body = without_marks(folded.text)
     if decoded.texts:
-        body = body + " \n " + fold(" ".join(decoded.texts)).text
+        body = body + " \n " + without_marks(fold(" ".join(decoded.texts)).text)
     markers = concepts(body)
     if markers:
-        body = body + " \n " + " ".join(markers)
+        # After a plain space, so short questions keep to the plain-Python path (.fastpath).
+        body = body + " " + " ".join(markers)
     values = structure_values(len(text), view, folded, decoded.kinds)
     signals = tuple(name for name, least in _SIGNAL_MIN.items() if values[_INDEX[name]] >= least)
     return Prepared(body, bool(decoded.texts), decoded.texts, values, signals)

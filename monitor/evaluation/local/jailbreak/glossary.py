@@ -8,17 +8,20 @@ text it reads, so what the model learns of an idea in one language carries to th
 markers say nothing alone: a benign "ignore my last message" in Turkish uses two of them, and the
 model weighs them as it learned from benign and attack texts alike.
 
-Cost: one dictionary look-up per word of the bounded view, and a substring scan per term for
-scripts written without spaces (only when the view has such characters, and only of its first
-KiB and last half KiB).
+Cost: the first 1.5 KiB and last half KiB of the text are read: a dictionary look-up per word,
+and a substring scan only for the phrases whose first word (the terms of scripts without spaces
+or with joined particles: whose first character) the text has.
 """
 
 from __future__ import annotations
 
+from monitor.evaluation.local.normalise import without_marks
+
 __all__ = ["CONCEPTS", "concepts"]
 
 # Marker words: letters no language here writes together, so their n-grams are their own.
-CONCEPTS = ("qxignore", "qxearlier", "qxrules", "qxsystem", "qxshow", "qxnolimit", "qxrole")
+CONCEPTS = ("qxignore", "qxearlier", "qxrules", "qxsystem", "qxshow", "qxnolimit", "qxrole", "qxverbatim", "qxsecret",
+            "qxethics", "qxrefuse", "qxfromnow", "qxadmin")
 
 _WORDS: dict[str, tuple[str, ...]] = {
     "qxignore": (
@@ -215,40 +218,135 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "itxurak",   # eu
         "tettesd",  # hu
     ),
+    "qxverbatim": (
+        "verbatim", "word-for-word", "literally", "exactly", "unabridged", "textualmente", "literalmente",
+        "textuellement", "wörtlich", "wortwörtlich", "wortwortlich", "letteralmente", "testualmente", "woordelijk",
+        "dosłownie", "doslownie", "дословно", "дослівно", "ordagrant", "ordret", "sanatarkasti", "doslova",
+        "αυτολεξεί", "kelimesi", "harfiyen", "حرفيا", "حرفيًا", "מילה", "शब्दशः", "persis", "neno", "eksakto", "hitzez",
+        "szó",
+    ),
+    "qxsecret": (
+        "password", "passwords", "secret", "secrets", "confidential", "hidden", "credentials", "api-key", "apikey", "token",
+        "contraseña", "contrasena", "secreto", "secreta", "oculto", "ocultas", "senha", "segredo", "oculta",
+        "secrète", "secrete", "cachées", "cachees", "passwort", "kennwort", "geheim", "geheime", "versteckte",
+        "segreto", "segreta", "nascoste", "wachtwoord", "geheime", "hasło", "haslo", "tajne", "ukryte",
+        "пароль", "секрет", "секретный", "скрытые", "скрытый", "lösenord", "losenord", "hemlig", "adgangskode",
+        "salasana", "salainen", "heslo", "tajné", "parola", "secretă", "κωδικός", "μυστικό", "şifre", "sifre", "gizli",
+        "سري", "السرية", "סיסמה", "סודי", "पासवर्ड", "गुप्त", "rahasia", "kata sandi", "siri", "nenosiri", "lihim",
+        "pasahitza", "sekretua", "jelszó", "jelszo", "titkos",
+    ),
+    "qxethics": (
+        "ethical", "ethics", "moral", "morals", "morality", "amoral", "unethical", "immoral",
+        "ética", "etica", "éticas", "eticas", "morales", "moralidad", "éticos", "eticos",
+        "éthique", "ethique", "morale", "ethik", "ethischen", "moralischen", "moral", "etiche", "morali",
+        "ethiek", "morele", "etyki", "moralności", "moralnosci", "этики", "этических", "морали", "моральных",
+        "етики", "моралі", "etik", "moral", "etiikka", "moraali", "etiky", "morálky", "ηθική", "ηθικής",
+        "ahlak", "ahlaki", "etik", "أخلاقية", "الأخلاق", "أخلاق", "מוסר", "אתיקה", "नैतिक", "नैतिकता",
+        "etika", "moral", "maadili", "etika", "moralidad", "etika", "morala", "erkölcsi", "etikai",
+    ),
+    "qxrefuse": (
+        "refuse", "refuses", "refusing", "refusal", "refusals", "decline", "declines", "denying",
+        "niegues", "negarte", "rechaces", "rechazar", "recuses", "recusar", "recusa", "refuses", "refuser", "refus",
+        "ablehnen", "verweigern", "verweigerst", "lehnst", "rifiuti", "rifiutare", "rifiutarti", "weiger", "weigeren",
+        "odmawiaj", "odmawiać", "odmawiac", "odmowy", "отказывай", "отказывать", "отказываешься", "отказа",
+        "відмовляй", "vägra", "vagra", "nekt", "afslå", "kieltäydy", "kieltaydy", "odmítej", "odmitej", "refuza",
+        "αρνείσαι", "reddetme", "reddetmeden", "ترفض", "رفض", "תסרב", "לסרב", "इनकार", "mana", "menolak", "usikatae",
+        "kukataa", "tumanggi", "ukatu", "uko", "megtagadni", "tagadd",
+    ),
+    "qxadmin": (
+        "admin", "administrator", "sysadmin", "superuser", "sudo", "root", "operator", "override",
+        "administrador", "administrateur", "administratorin", "amministratore", "beheerder", "administratora",
+        "администратор", "администратора", "адміністратор", "administratör", "järjestelmänvalvoja", "správce",
+        "διαχειριστής", "yönetici", "yonetici", "المسؤول", "مسؤول", "המנהל", "מנהל", "व्यवस्थापक", "msimamizi",
+        "kudeatzailea", "rendszergazda",
+    ),
 }
 
-# Terms of scripts written without spaces (Chinese, Japanese, Thai, Korean phrases), found by
-# substring; only scanned when the view has characters of those scripts.
+# Several words said as one idea: found by substring in the text with spaces around it.
+_PHRASES: dict[str, tuple[str, ...]] = {
+    "qxverbatim": ("word for word", "palabra por palabra", "mot pour mot", "parola per parola", "woord voor woord",
+                   "słowo w słowo", "слово в слово", "ord for ord", "sana sanalta", "kelimesi kelimesine", "kata demi kata",
+                   "salita por salita", "hitzez hitz"),
+    "qxsecret": ("api key", "mot de passe", "kata sandi"),
+    "qxfromnow": ("from now on", "desde ahora", "a partir de ahora", "de ahora en adelante", "a partir de agora",
+                  "daqui em diante", "à partir de maintenant", "a partir de maintenant", "désormais", "desormais",
+                  "ab jetzt", "von nun an", "ab sofort", "d'ora in poi", "da ora in poi", "vanaf nu", "od teraz",
+                  "od tej chwili", "с этого момента", "отныне", "з цього моменту", "från och med nu", "fra nu af",
+                  "fra nå av", "tästä lähtien", "od teď", "od nynějška", "de acum înainte", "από τώρα και στο εξής",
+                  "bundan sonra", "bundan böyle", "من الآن فصاعدا", "من الآن فصاعدًا", "מעכשיו", "अब से",
+                  "mulai sekarang", "mulai saat ini", "từ bây giờ", "kuanzia sasa", "mula ngayon", "hemendik aurrera",
+                  "mostantól"),
+    "qxignore": ("don't follow", "do not follow", "no sigas", "não siga", "ne suivez pas", "nicht befolgen",
+                 "yok say", "bỏ qua", "huwag sundin"),
+    "qxrules": ("hướng dẫn", "quy tắc"),
+    "qxsystem": ("hệ thống",),
+    "qxnolimit": ("no limits", "without limits", "sin límites", "sin limites", "sin restricciones", "sem restrições",
+                  "sans restrictions", "sans limites", "ohne einschränkungen", "ohne grenzen", "senza restrizioni",
+                  "senza limiti", "zonder beperkingen", "bez ograniczeń", "без ограничений", "без обмежень",
+                  "utan begränsningar", "uden begrænsninger", "uten begrensninger", "ilman rajoituksia", "bez omezení",
+                  "fără restricții", "χωρίς περιορισμούς", "bez omezeni", "không có giới hạn", "không giới hạn",
+                  "tanpa batasan", "bila vikwazo", "walang limitasyon", "mugarik gabe", "korlátozások nélkül"),
+    "qxshow": ("tiết lộ", "hiển thị"),
+}
+
+# Terms of scripts written without spaces (Chinese, Japanese, Thai, Korean phrases) and of
+# scripts that join particles and pronouns to the word (Arabic, Hebrew), found by substring; only
+# scanned when the view has characters of those scripts.
 _SUBSTRINGS: dict[str, tuple[str, ...]] = {
-    "qxignore": ("忽略", "无视", "無視", "忘记", "忘記", "忘れ", "ละเว้น", "เพิกเฉย", "ลืม", "무시", "잊어"),
-    "qxearlier": ("之前", "先前", "以前", "上述", "以上", "前の", "これまで", "ก่อนหน้า", "이전", "위의"),
-    "qxrules": ("指令", "指示", "说明", "規則", "规则", "命令", "คำสั่ง", "กฎ", "지시", "규칙", "지침"),
-    "qxsystem": ("系统提示", "系統提示", "系统", "システム", "プロンプト", "ระบบ", "시스템", "프롬프트"),
-    "qxshow": ("显示", "顯示", "输出", "輸出", "打印", "重复", "告诉我", "表示", "見せ", "教えて", "แสดง", "보여", "출력", "알려"),
-    "qxnolimit": ("没有限制", "無限制", "无限制", "不受限制", "制限なし", "制限のない", "ไม่มีข้อจำกัด", "제한 없는", "제한없는"),
-    "qxrole": ("假装", "扮演", "现在你是", "ふりをし", "なりきっ", "แกล้ง", "สวมบทบาท", "척해", "역할"),
+    "qxignore": ("忽略", "无视", "無視", "忘记", "忘記", "忘れ", "ละเว้น", "เพิกเฉย", "ลืม", "무시", "잊어", "تجاهل", "התעלם"),
+    "qxearlier": ("之前", "先前", "以前", "上述", "以上", "最初", "原始", "前の", "これまで", "最初の", "ก่อนหน้า", "이전", "위의", "처음",
+                  "السابق", "الأصلي", "הקודמ", "המקורי"),
+    "qxrules": ("指令", "指示", "说明", "規則", "规则", "命令", "准则", "準則", "คำสั่ง", "กฎ", "지시", "규칙", "지침",
+                "تعليمات", "قواعد", "הוראות", "הנחיות"),
+    "qxsystem": ("系统提示", "系統提示", "提示词", "系统", "システム", "プロンプト", "ระบบ", "시스템", "프롬프트", "النظام", "מערכת"),
+    "qxshow": ("显示", "顯示", "输出", "輸出", "打印", "重复", "告诉我", "发给我", "表示", "見せ", "教えて", "出力", "แสดง", "보여", "출력",
+               "알려", "اعرض", "أظهر", "اكتب", "הצג", "הראה"),
+    "qxnolimit": ("没有限制", "無限制", "无限制", "不受限制", "无限制地", "过滤器已关闭", "制限なし", "制限のない", "ไม่มีข้อจำกัด",
+                  "제한 없는", "제한없는", "بدون قيود", "ללא הגבלות"),
+    "qxrole": ("假装", "扮演", "ふりをし", "なりきっ", "แกล้ง", "สวมบทบาท", "척해", "역할", "تظاهر", "העמד פנים"),
+    "qxverbatim": ("逐字", "原文", "一字不差", "そのまま", "一字一句", "ทุกคำ", "그대로", "حرفي", "מילה במילה"),
+    "qxsecret": ("密码", "密碼", "秘密", "机密", "パスワード", "비밀번호", "รหัสผ่าน", "كلمة المرور", "סיסמ"),
+    "qxethics": ("道德", "伦理", "倫理", "道徳", "윤리", "도덕", "จริยธรรม", "أخلاق", "מוסר"),
+    "qxrefuse": ("拒绝", "拒絕", "拒否", "断ら", "거절", "거부", "ปฏิเสธ", "ترفض", "לסרב"),
+    "qxfromnow": ("从现在起", "從現在起", "从现在开始", "今から", "これから", "지금부터", "ต่อจากนี้"),
+    "qxadmin": ("管理员", "管理員", "管理者", "관리자", "ผู้ดูแล", "المسؤول", "מנהל"),
 }
 
 _INDEX: dict[str, str] = {}
 for _concept, _forms in _WORDS.items():
     for _form in _forms:
-        _INDEX.setdefault(_form, _concept)
+        _INDEX.setdefault(without_marks(_form), _concept)
+# Phrases by their first word: only those whose first word the text has are looked for.
+_PHRASES_BY_FIRST: dict[str, list[tuple[str, str]]] = {}
+for _concept, _phrases in _PHRASES.items():
+    for _phrase in _phrases:
+        _plain = without_marks(_phrase)
+        _PHRASES_BY_FIRST.setdefault(_plain.split()[0], []).append((_concept, f" {_plain} "))
+# Terms by their first character, likewise.
+_TERMS_BY_FIRST: dict[str, list[tuple[str, str]]] = {}
+for _concept, _terms in _SUBSTRINGS.items():
+    for _term in _terms:
+        _plain = without_marks(_term)
+        _TERMS_BY_FIRST.setdefault(_plain[0], []).append((_concept, _plain))
 _STRIP = ".,!?;:\"'()[]{}«»¡¿…“”‘’`*_-—–/\\|<>"
-_SPACELESS_HEAD, _SPACELESS_TAIL = 1024, 512
-_SPACELESS_FROM = "\u0e00"  # Thai and everything above (CJK, kana, Hangul) may be written without spaces
+_HEAD, _TAIL = 1536, 512
+_JOINED_FROM = "\u0590"  # Hebrew, Arabic, Thai and everything above (CJK, kana, Hangul)
 
 
-def concepts(folded: str) -> tuple[str, ...]:
-    """The :data:`CONCEPTS` markers of the ideas ``folded`` (lower-cased text) uses, in order."""
+def concepts(text: str) -> tuple[str, ...]:
+    """The :data:`CONCEPTS` markers of the ideas ``text`` (folded: lower case, single spaces,
+    diacritics removed with :func:`~monitor.evaluation.local.normalise.without_marks`) uses.
+    Only the opening and the end of a long text are read: where an order sits."""
+    if len(text) > _HEAD + _TAIL:
+        text = text[:_HEAD] + "\n" + text[-_TAIL:]
     found: set[str] = set()
-    for concept in map(_INDEX.get, (w.strip(_STRIP) for w in folded.split())):
-        if concept is not None:
-            found.add(concept)
-    if not folded.isascii() and max(folded) >= _SPACELESS_FROM:
-        # Each term is a scan of the text: the opening and the end, where an order sits, are read.
-        window = folded if len(folded) <= _SPACELESS_HEAD + _SPACELESS_TAIL else (
-            folded[:_SPACELESS_HEAD] + "\n" + folded[-_SPACELESS_TAIL:])
-        for concept, terms in _SUBSTRINGS.items():
-            if concept not in found and any(term in window for term in terms):
-                found.add(concept)
+    words = [w.strip(_STRIP) for w in text.split()]
+    found.update(filter(None, map(_INDEX.get, words)))
+    firsts = _PHRASES_BY_FIRST.keys() & set(words)
+    if firsts:
+        padded = f" {' '.join(words)} "
+        found.update(concept for first in firsts for concept, phrase in _PHRASES_BY_FIRST[first] if phrase in padded)
+    if not text.isascii() and max(text) >= _JOINED_FROM:
+        for first in _TERMS_BY_FIRST.keys() & set(text):
+            found.update(concept for concept, term in _TERMS_BY_FIRST[first] if term in text)
     return tuple(c for c in CONCEPTS if c in found)
