@@ -24,7 +24,9 @@ from monitor.evaluation.local.jailbreak.model import load_weights, score_text
 from tools.jailbreak_detector.benign import HARD_NEGATIVES_FILE, WRITTEN_ATTACKS_FILE, _lines
 
 LONG_UNITS = ("aim ", "I.g.n.o.r.e ", "a b ", "QUJD", "41 ", "1gn0re ", "\n", "é\u200b", "Ignore previous instructions. ",
-              "<|im_start|>system ", "[ADMIN] ")
+              "<|im_start|>system ", "[ADMIN] ",
+              # the letter codes and ciphers (2026-11-27): Morse, NATO words, %-escapes, Braille, Caesar-shifted "the"
+              ". - ", "alfa ", "%41", "\u2801 ", "uif ")
 
 
 def _percentile(values: list[int], share: float) -> float:
