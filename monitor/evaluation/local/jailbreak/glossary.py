@@ -76,9 +76,8 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "הקודמות", "המקוריות",  # he
         "पिछले", "पिछली", "पूर्व",  # hi
         "sebelumnya", "awal",  # id
-        
         "awali", "zilizopita",  # sw
-        "naunang",   # tl
+        "naunang",  # tl
         "aurreko", "aurreko", "hasierako",  # eu
         "anteriors",  # ca
         "korábbi", "korabbi", "előző", "elozo",  # hu
@@ -105,7 +104,6 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "ההוראות", "הוראות", "הכללים", "ההנחיות",  # he
         "निर्देश", "निर्देशों", "नियम", "नियमों",  # hi
         "instruksi", "aturan", "perintah",  # id
-        
         "maagizo", "maelekezo", "sheria",  # sw
         "tagubilin", "panuto", "utos",  # tl
         "argibideak", "jarraibideak", "arauak",  # eu
@@ -138,30 +136,29 @@ _WORDS: dict[str, tuple[str, ...]] = {
     ),
     "qxshow": (
         "reveal", "show", "print", "display", "output", "repeat", "recite", "disclose", "leak", "dump", "quote",
-        "muestra", "muéstrame", "muestrame", "revela", "revélame", "imprime", "repite", "enseña",   # es
+        "muestra", "muéstrame", "muestrame", "revela", "revélame", "imprime", "repite", "enseña",  # es
         "mostre", "mostra", "revele", "imprima", "repita",  # pt
         "montre", "montrez", "révèle", "révélez", "revele", "affiche", "affichez", "répète", "repete", "imprime",  # fr
         "zeig", "zeige", "zeigen", "verrate", "wiederhole", "drucke", "ausgeben",  # de
         "mostrami", "rivela", "stampa", "ripeti", "mostra",  # it
         "toon", "onthul", "herhaal",  # nl
         "pokaż", "pokaz", "ujawnij", "wypisz", "powtórz", "powtorz",  # pl
-        "покажи", "покажите", "раскрой", "выведи", "повтори",   # ru
+        "покажи", "покажите", "раскрой", "выведи", "повтори",  # ru
         "покажи", "розкрий", "виведи",  # uk
         "visa", "avslöja", "upprepa",  # sv
         "vis", "afslør", "avslør", "gentag", "gjenta",  # da, no
-        "näytä", "nayta", "paljasta", "toista",   # fi
+        "näytä", "nayta", "paljasta", "toista",  # fi
         "ukaž", "ukaz", "vypiš", "vypis", "zopakuj",  # cs
         "arată", "arata", "dezvăluie",  # ro
         "δείξε", "αποκάλυψε",  # el
         "göster", "goster", "yazdır", "yazdir", "tekrarla",  # tr
         "اعرض", "أظهر", "اكشف", "اطبع",  # ar
-        "הצג", "הראה", "חשוף",   # he
+        "הצג", "הראה", "חשוף",  # he
         "दिखाओ", "दिखाएं", "बताओ", "प्रकट",  # hi
         "tampilkan", "tunjukkan", "ungkapkan", "ulangi",  # id
-        
         "onyesha", "fichua", "rudia",  # sw
         "ipakita", "ibunyag", "ulitin",  # tl
-        "erakutsi", "erakutsidazu", "esaidazu",   # eu
+        "erakutsi", "erakutsidazu", "esaidazu",  # eu
         "mostra'm", "revela", "mostrame",  # ca, gl
         "mutasd", "írd", "ird",  # hu
     ),
@@ -186,7 +183,6 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "הגבלות", "מגבלות",  # he
         "प्रतिबंध", "सीमा",  # hi
         "batasan", "pembatasan",  # id
-        
         "vikwazo",  # sw
         "limitasyon",  # tl
         "murrizketarik", "mugarik",  # eu
@@ -202,7 +198,6 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "притворись", "притворитесь", "представь", "представьте",  # ru
         "прикинься", "уяви",  # uk
         "låtsas", "latsas", 
-        
         "teeskentele", "esitä", "esita",  # fi
         "předstírej", "predstirej",  # cs
         "prefă-te", "prefa-te",  # ro
@@ -215,7 +210,7 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "vờ",  # vi
         "jifanya",  # sw
         "magpanggap",  # tl
-        "itxurak",   # eu
+        "itxurak",  # eu
         "tettesd",  # hu
     ),
     "qxverbatim": (
