@@ -109,12 +109,20 @@ def fold(text: str) -> Folded:
         else:
             text, invisible, tags, confusables = _fold_characters(text)
     tokens = text.split()
+    count = len(tokens)
+    if "  " in text:
+        # "i g n o r e  p r e v i o u s": a wider gap between spelled-out words ends a word.
+        tokens = text.replace("  ", " \x00 ").split()
     leet, spaced = 0, 0
     out: list[str] = []
     run: list[str] = []  # consecutive single-letter tokens: "i g n o r e"
     for token in tokens:
         if len(token) == 1 and token.isalpha():
             run.append(token)
+            continue
+        if token == "\x00":
+            if run:
+                spaced += _flush(run, out)
             continue
         if run:
             spaced += _flush(run, out)
@@ -127,7 +135,7 @@ def fold(text: str) -> Folded:
         out.append(folded)
     if run:
         spaced += _flush(run, out)
-    return Folded(" ".join(out), invisible, tags, confusables, leet, spaced, len(tokens))
+    return Folded(" ".join(out), invisible, tags, confusables, leet, spaced, count)
 
 
 def _fold_characters(text: str) -> tuple[str, int, int, int]:
