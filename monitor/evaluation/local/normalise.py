@@ -222,10 +222,12 @@ _MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20
 
 
 def without_marks(text: str) -> str:
-    """``text`` with the combining diacritics of Latin, Greek and Cyrillic letters removed
-    ("ignōrē" -> "ignore", "i̸g̸n̸o̸r̸e̸" -> "ignore"): decomposed first, so precomposed letters lose
-    their marks too, and recomposed after (Hangul syllables stay syllables). ASCII text comes
-    back as it is."""
+    """``text`` with its combining diacritics removed ("ignōrē" -> "ignore", "i̸g̸n̸o̸r̸e̸" ->
+    "ignore"): decomposed first, so precomposed letters lose their marks too, and recomposed
+    after (Hangul syllables stay syllables). Every letter built with these marks loses them,
+    whatever its script: "ñ" reads "n", Cyrillic "й" reads "и". Vowel signs of scripts that write
+    vowels as marks (Devanagari, Arabic, Hebrew, Thai) are other characters and stay. ASCII text
+    comes back as it is."""
     if text.isascii():
         return text
     return unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFD", text)))

@@ -132,7 +132,8 @@ def decode_payloads(text: str) -> Decoded:
     # turns into a common word must be there: a cipher is tried only when three distinct ones
     # are, reversal when three occurrences are (a hidden order uses several different words).
     transforms: list[tuple[str, bytes | None]] = [
-        (name, CIPHER_TABLES[name]) for name in letter_codes.cipher_candidates(distinct, _CIPHERED_COMMON)]
+        (name, CIPHER_TABLES[name])
+        for name in letter_codes.cipher_candidates(distinct, _CIPHERED_COMMON, most=MAX_PAYLOADS - len(payloads))]
     if sum(map(_REVERSED_COMMON.__contains__, tokens)) >= 3:
         transforms.append(("reversed", None))
     if not transforms:
@@ -140,6 +141,8 @@ def decode_payloads(text: str) -> Decoded:
     lowered = b" " + b" ".join(tokens) + b" "
     plain = _common_words(lowered)
     for kind, table in transforms:
+        if len(payloads) >= MAX_PAYLOADS:
+            break
         transformed = lowered[::-1] if table is None else lowered.translate(table)
         hits = _common_words(transformed)
         if hits >= 3 and hits > 2 * plain + 1 and len(payloads) < MAX_PAYLOADS:

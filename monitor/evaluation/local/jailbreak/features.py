@@ -190,6 +190,11 @@ class Prepared:
 def prepare(text: str) -> Prepared:
     """Fold and decode the bounded view of ``text`` and count its structure (no n-grams yet)."""
     view = bounded_view(text, HEAD_CHARS, TAIL_CHARS)
+    if not view.isascii():
+        try:
+            view.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"): no character, and UTF-32 refuses it
+            view = view.encode("utf-8", "replace").decode("utf-8")
     decoded = decode_payloads(view)
     folded = fold(view)
     # Diacritics go too: "ignōrē" and strike-through overlays read as the word they decorate.

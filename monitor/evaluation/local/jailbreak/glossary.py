@@ -15,7 +15,7 @@ or with joined particles: whose first character) the text has.
 
 from __future__ import annotations
 
-from monitor.evaluation.local.normalise import without_marks
+from monitor.evaluation.local.normalise import fold, without_marks
 
 __all__ = ["CONCEPTS", "concepts"]
 
@@ -46,7 +46,6 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "התעלם", "שכח", "תתעלם", "תשכח",  # he
         "अनदेखा", "नज़रअंदाज़", "नजरअंदाज", "भूल", "भूल",  # hi
         "abaikan", "lupakan",  # id, ms
-        "quên",  # vi
         "puuza", "sahau",  # sw
         "pansinin", "kalimutan",  # tl
         "ahaztu", "baztertu", "ezikusi",  # eu
@@ -75,7 +74,7 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "السابقة",  # ar
         "הקודמות", "המקוריות",  # he
         "पिछले", "पिछली", "पूर्व",  # hi
-        "sebelumnya", "awal",  # id
+        "sebelumnya",  # id
         "awali", "zilizopita",  # sw
         "naunang",  # tl
         "aurreko", "aurreko", "hasierako",  # eu
@@ -83,7 +82,7 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "korábbi", "korabbi", "előző", "elozo",  # hu
     ),
     "qxrules": (
-        "instructions", "instruction", "rules", "guidelines", "directives", "orders", "commands", "restrictions",
+        "instructions", "instruction", "rules", "guidelines", "directives", "commands", "restrictions",
         "instrucciones", "reglas", "normas", "directrices", "órdenes", "ordenes", "restricciones",  # es
         "instruções", "instrucoes", "regras", "diretrizes", "ordens", "restrições", "restricoes",  # pt
         "consignes", "règles", "regles", "directives", "ordres",  # fr
@@ -128,14 +127,13 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "النظام",  # ar
         "המערכת",  # he
         "सिस्टम",  # hi
-        "hệ", "thống",  # vi
         "mfumo",  # sw
         "sistema",  # tl
         "sistemaren", "sistemako",  # eu
         "rendszer", "rendszerpromptot",  # hu
     ),
     "qxshow": (
-        "reveal", "show", "print", "display", "output", "repeat", "recite", "disclose", "leak", "dump", "quote",
+        "reveal", "show", "print", "display", "output", "repeat", "recite", "disclose", "dump",
         "muestra", "muéstrame", "muestrame", "revela", "revélame", "imprime", "repite", "enseña",  # es
         "mostre", "mostra", "revele", "imprima", "repita",  # pt
         "montre", "montrez", "révèle", "révélez", "revele", "affiche", "affichez", "répète", "repete", "imprime",  # fr
@@ -145,8 +143,8 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "pokaż", "pokaz", "ujawnij", "wypisz", "powtórz", "powtorz",  # pl
         "покажи", "покажите", "раскрой", "выведи", "повтори",  # ru
         "покажи", "розкрий", "виведи",  # uk
-        "visa", "avslöja", "upprepa",  # sv
-        "vis", "afslør", "avslør", "gentag", "gjenta",  # da, no
+        "avslöja", "upprepa",  # sv
+        "afslør", "avslør", "gentag", "gjenta",  # da, no
         "näytä", "nayta", "paljasta", "toista",  # fi
         "ukaž", "ukaz", "vypiš", "vypis", "zopakuj",  # cs
         "arată", "arata", "dezvăluie",  # ro
@@ -207,27 +205,26 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "העמד", "התחזה",  # he
         "नाटक",  # hi
         "berpura-pura",  # id
-        "vờ",  # vi
         "jifanya",  # sw
         "magpanggap",  # tl
         "itxurak",  # eu
         "tettesd",  # hu
     ),
     "qxverbatim": (
-        "verbatim", "word-for-word", "literally", "exactly", "unabridged", "textualmente", "literalmente",
+        "verbatim", "word-for-word", "unabridged", "textualmente", "literalmente",
         "textuellement", "wörtlich", "wortwörtlich", "wortwortlich", "letteralmente", "testualmente", "woordelijk",
         "dosłownie", "doslownie", "дословно", "дослівно", "ordagrant", "ordret", "sanatarkasti", "doslova",
         "αυτολεξεί", "kelimesi", "harfiyen", "حرفيا", "حرفيًا", "מילה", "शब्दशः", "persis", "neno", "eksakto", "hitzez",
         "szó",
     ),
     "qxsecret": (
-        "password", "passwords", "secret", "secrets", "confidential", "hidden", "credentials", "api-key", "apikey", "token",
+        "password", "passwords", "secret", "secrets", "confidential", "credentials", "api-key", "apikey",
         "contraseña", "contrasena", "secreto", "secreta", "oculto", "ocultas", "senha", "segredo", "oculta",
         "secrète", "secrete", "cachées", "cachees", "passwort", "kennwort", "geheim", "geheime", "versteckte",
         "segreto", "segreta", "nascoste", "wachtwoord", "geheime", "hasło", "haslo", "tajne", "ukryte",
         "пароль", "секрет", "секретный", "скрытые", "скрытый", "lösenord", "losenord", "hemlig", "adgangskode",
         "salasana", "salainen", "heslo", "tajné", "parola", "secretă", "κωδικός", "μυστικό", "şifre", "sifre", "gizli",
-        "سري", "السرية", "סיסמה", "סודי", "पासवर्ड", "गुप्त", "rahasia", "kata sandi", "siri", "nenosiri", "lihim",
+        "سري", "السرية", "סיסמה", "סודי", "पासवर्ड", "गुप्त", "rahasia", "nenosiri", "lihim",
         "pasahitza", "sekretua", "jelszó", "jelszo", "titkos",
     ),
     "qxethics": (
@@ -245,11 +242,11 @@ _WORDS: dict[str, tuple[str, ...]] = {
         "ablehnen", "verweigern", "verweigerst", "lehnst", "rifiuti", "rifiutare", "rifiutarti", "weiger", "weigeren",
         "odmawiaj", "odmawiać", "odmawiac", "odmowy", "отказывай", "отказывать", "отказываешься", "отказа",
         "відмовляй", "vägra", "vagra", "nekt", "afslå", "kieltäydy", "kieltaydy", "odmítej", "odmitej", "refuza",
-        "αρνείσαι", "reddetme", "reddetmeden", "ترفض", "رفض", "תסרב", "לסרב", "इनकार", "mana", "menolak", "usikatae",
+        "αρνείσαι", "reddetme", "reddetmeden", "ترفض", "رفض", "תסרב", "לסרב", "इनकार", "menolak", "usikatae",
         "kukataa", "tumanggi", "ukatu", "uko", "megtagadni", "tagadd",
     ),
     "qxadmin": (
-        "admin", "administrator", "sysadmin", "superuser", "sudo", "root", "operator", "override",
+        "admin", "administrator", "sysadmin", "superuser", "sudo", "override",
         "administrador", "administrateur", "administratorin", "amministratore", "beheerder", "administratora",
         "администратор", "администратора", "адміністратор", "administratör", "järjestelmänvalvoja", "správce",
         "διαχειριστής", "yönetici", "yonetici", "المسؤول", "مسؤول", "המנהל", "מנהל", "व्यवस्थापक", "msimamizi",
@@ -307,22 +304,31 @@ _SUBSTRINGS: dict[str, tuple[str, ...]] = {
     "qxadmin": ("管理员", "管理員", "管理者", "관리자", "ผู้ดูแล", "المسؤول", "מנהל"),
 }
 
-_INDEX: dict[str, str] = {}
+def _as_read(term: str) -> set[str]:
+    """The forms ``term`` takes in the text the detector reads: after ``fold()`` (NFKC: Thai's
+    sara am splits in two) and without diacritics."""
+    return {without_marks(term.lower()), without_marks(fold(term).text)} - {""}
+
+
+# A word may name two ideas ("restrictions": rules, and their absence): it marks both.
+_INDEX: dict[str, tuple[str, ...]] = {}
 for _concept, _forms in _WORDS.items():
     for _form in _forms:
-        _INDEX.setdefault(without_marks(_form), _concept)
+        for _key in _as_read(_form):
+            if _concept not in _INDEX.get(_key, ()):
+                _INDEX[_key] = _INDEX.get(_key, ()) + (_concept,)
 # Phrases by their first word: only those whose first word the text has are looked for.
 _PHRASES_BY_FIRST: dict[str, list[tuple[str, str]]] = {}
 for _concept, _phrases in _PHRASES.items():
     for _phrase in _phrases:
-        _plain = without_marks(_phrase)
-        _PHRASES_BY_FIRST.setdefault(_plain.split()[0], []).append((_concept, f" {_plain} "))
+        for _plain in _as_read(_phrase):
+            _PHRASES_BY_FIRST.setdefault(_plain.split()[0], []).append((_concept, f" {_plain} "))
 # Terms by their first character, likewise.
 _TERMS_BY_FIRST: dict[str, list[tuple[str, str]]] = {}
 for _concept, _terms in _SUBSTRINGS.items():
     for _term in _terms:
-        _plain = without_marks(_term)
-        _TERMS_BY_FIRST.setdefault(_plain[0], []).append((_concept, _plain))
+        for _plain in _as_read(_term):
+            _TERMS_BY_FIRST.setdefault(_plain[0], []).append((_concept, _plain))
 _STRIP = ".,!?;:\"'()[]{}«»¡¿…“”‘’`*_-—–/\\|<>"
 _HEAD, _TAIL = 1536, 512
 _JOINED_FROM = "\u0590"  # Hebrew, Arabic, Thai and everything above (CJK, kana, Hangul)
@@ -336,7 +342,8 @@ def concepts(text: str) -> tuple[str, ...]:
         text = text[:_HEAD] + "\n" + text[-_TAIL:]
     found: set[str] = set()
     words = [w.strip(_STRIP) for w in text.split()]
-    found.update(filter(None, map(_INDEX.get, words)))
+    for concepts_of_word in filter(None, map(_INDEX.get, words)):
+        found.update(concepts_of_word)
     firsts = _PHRASES_BY_FIRST.keys() & set(words)
     if firsts:
         padded = f" {' '.join(words)} "

@@ -30,7 +30,8 @@ MORSE_CODE = {
 # Dots and dashes as typed or typeset (middle dot, bullet, minus, en/em dash, underscore).
 _MORSE_UNIFY = str.maketrans({"·": ".", "•": ".", "−": "-", "–": "-", "—": "-", "_": "-"})
 # At least eight codes in a row: shorter runs are ellipses, rules and list dashes, not messages.
-_MORSE_RUN = re.compile(r"(?:[.\-·•−–—_]{1,7}[ /|]+){7,}[.\-·•−–—_]{1,7}")
+_MORSE_SIGNS = ".-·•−–—_"
+_MORSE_RUN = re.compile(r"(?:[.\-·•−–—_]{1,7}[ /|\n]+){7,}[.\-·•−–—_]{1,7}")
 
 NATO_ALPHABET = {
     "alfa": "a", "alpha": "a", "bravo": "b", "charlie": "c", "delta": "d", "echo": "e", "foxtrot": "f",
@@ -50,7 +51,12 @@ BRAILLE_CELLS = {chr(0x2800 + sum(1 << (int(d) - 1) for d in dots)): letter for 
     "a": "1", "b": "12", "c": "14", "d": "145", "e": "15", "f": "124", "g": "1245", "h": "125", "i": "24", "j": "245",
     "k": "13", "l": "123", "m": "134", "n": "1345", "o": "135", "p": "1234", "q": "12345", "r": "1235", "s": "234",
     "t": "2345", "u": "136", "v": "1236", "w": "2456", "x": "1346", "y": "13456", "z": "1356"}.items()}
-_BRAILLE_RUN = re.compile("[\u2800-\u28ff][\u2800-\u28ff ]{10,}")
+_BRAILLE_RUN = re.compile("[\u2800-\u28ff][\u2800-\u28ff \n]{10,}")
+# Runs tried per code: a decoy run first (a Markdown rule "|---|---|", %00%01...) must not hide the
+# coded order after it.
+_MAX_RUNS = 4
+# A message uses several letters: "ssssssss" from a row of ellipses, "mmmmmmmm" from dashes are not.
+_MIN_DISTINCT_LETTERS = 3
 
 _PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9+._~-]){12,}")
 
@@ -58,20 +64,27 @@ _LOWER = "abcdefghijklmnopqrstuvwxyz"
 
 
 def morse(view: str) -> str | None:
-    """The first long run of Morse code, decoded (letters split on spaces, words on ``/`` or ``|``)."""
-    if view.count(".") + view.count("-") + view.count("·") + view.count("−") < 16:
+    """The first long run of Morse code that reads as a message (letters split on spaces, words on
+    ``/``, ``|``, new lines or wide gaps), decoded."""
+    if sum(map(view.count, _MORSE_SIGNS)) < 16:
         return None
-    match = _MORSE_RUN.search(view)
-    if match is None:
-        return None
-    words = []
-    for word in re.split(r"[/|]|\s{3,}", match.group()[:_MAX_CODED].translate(_MORSE_UNIFY)):
-        codes = word.split()
-        if codes:
-            words.append("".join(MORSE_CODE.get(code, "\ufffd") for code in codes))
-    text = " ".join(words)
-    known = sum(ch != "\ufffd" for ch in text)
-    return text[:MAX_OUTPUT] if known >= 6 and known >= 0.9 * len(text.replace(" ", "")) else None
+    for i, match in enumerate(_MORSE_RUN.finditer(view)):
+        if i >= _MAX_RUNS:
+            break
+        words = []
+        for word in re.split(r"[/|\n]|\s{3,}", match.group()[:_MAX_CODED].translate(_MORSE_UNIFY)):
+            codes = word.split()
+            if codes:
+                words.append("".join(MORSE_CODE.get(code, "\ufffd") for code in codes))
+        text = " ".join(words)
+        known = sum(ch != "\ufffd" for ch in text)
+        if known >= 6 and known >= 0.9 * len(text.replace(" ", "")) and _reads(text):
+            return text[:MAX_OUTPUT]
+    return None
+
+
+def _reads(text: str) -> bool:
+    return len({ch for ch in text if ch.isalpha()}) >= _MIN_DISTINCT_LETTERS
 
 
 def nato(tokens: list[bytes], distinct: set[bytes]) -> str | None:
@@ -96,31 +109,41 @@ def nato(tokens: list[bytes], distinct: set[bytes]) -> str | None:
             run, letters = [], 0
     if letters >= _NATO_MIN_RUN and len(run) > len(best):
         best = run
-    return "".join(best).strip()[:MAX_OUTPUT] or None
+    text = "".join(best).strip()[:MAX_OUTPUT]
+    return text if _reads(text) else None
 
 
 def braille(view: str) -> str | None:
-    """The first run of Braille cells, read as letters (contractions and numbers are not read)."""
+    """The first run of Braille cells that reads as a message, as letters (contractions and
+    numbers are not read)."""
     if view.isascii():
         return None
-    match = _BRAILLE_RUN.search(view)
-    if match is None:
-        return None
-    text = "".join(" " if ch in " \u2800" else BRAILLE_CELLS.get(ch, "") for ch in match.group()[:MAX_OUTPUT])
-    return text if sum(ch.isalpha() for ch in text) >= 8 else None
+    for i, match in enumerate(_BRAILLE_RUN.finditer(view)):
+        if i >= _MAX_RUNS:
+            break
+        text = "".join(" " if ch in " \n\u2800" else BRAILLE_CELLS.get(ch, "") for ch in match.group()[:MAX_OUTPUT])
+        if sum(ch.isalpha() for ch in text) >= 8 and _reads(text):
+            return text
+    return None
 
 
 def percent(view: str, printable: Callable[[bytes], str | None]) -> str | None:
-    """The first run of mostly %-escaped bytes (``%49%67%6e...``), decoded."""
+    """The first run of mostly %-escaped bytes (``%49%67%6e...``) that decodes to text."""
     if view.count("%") < 8:
         return None
+    tried = 0
     for match in _PERCENT_RUN.finditer(view):
         run = match.group()[:_MAX_CODED]
         # Mostly escapes (every byte escaped), or words joined by escaped spaces and punctuation
         # (``quote()`` leaves letters as they are): not a URL with an escape or two.
         escapes = run.count("%")
         if escapes * 3 >= 0.6 * len(run) or (escapes >= 4 and "%20" in run):
-            return printable(unquote_to_bytes(run))
+            decoded = printable(unquote_to_bytes(run))
+            if decoded is not None:
+                return decoded
+            tried += 1
+            if tried >= _MAX_RUNS:
+                break
     return None
 
 
@@ -150,11 +173,15 @@ def cipher_index(words: tuple[bytes, ...]) -> dict[bytes, tuple[str, ...]]:
     return {token: tuple(names) for token, names in table.items()}
 
 
-def cipher_candidates(distinct: set[bytes], index: dict[bytes, tuple[str, ...]], least: int = 3) -> list[str]:
+def cipher_candidates(distinct: set[bytes], index: dict[bytes, tuple[str, ...]], least: int = 3,
+                      most: int = 4) -> list[str]:
     """Ciphers under which at least ``least`` distinct tokens read as common words: the only ones
-    worth deciphering (one dictionary look-up a token, however many ciphers there are)."""
+    worth deciphering (one dictionary look-up a token, however many ciphers there are). At most
+    ``most`` of them, the most readable first: a text built so that every cipher qualifies would
+    otherwise be deciphered 26 times."""
     hits: dict[str, int] = {}
     for names in filter(None, map(index.get, distinct)):
         for name in names:
             hits[name] = hits.get(name, 0) + 1
-    return [name for name, n in hits.items() if n >= least]
+    ranked = sorted((name for name, n in hits.items() if n >= least), key=lambda name: (-hits[name], name))
+    return ranked[:most]
