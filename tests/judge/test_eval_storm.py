@@ -67,5 +67,10 @@ async def test_eval_finishes_through_a_429_storm(tmp_path: Path) -> None:
     # The storm's end is found by small probes, one per pause round (1, 2, 4, 8 s ... apart).
     probes = sum(is_probe(r.body) for r in server.requests)
     assert 1 <= probes <= 6
-    assert elapsed < STORM_SECONDS + 15
+    # From the first request to the last, on the judge's clock: the process's start-up (imports,
+    # seconds on a loaded CI machine; 25.2 s in all once on 2026-11-27) is not the CLI riding out
+    # the storm. The whole run gets a loose bound that still catches waiting out the 90 s deadline.
+    arrivals = [r.arrived_at for r in server.requests]
+    assert max(arrivals) - min(arrivals) < STORM_SECONDS + 15, (max(arrivals) - min(arrivals), elapsed)
+    assert elapsed < STORM_SECONDS + 40
     assert all(s["outcome"] == "pass" for r in map(json.loads, out.read_text().splitlines()) for s in r["scores"])
