@@ -4,8 +4,8 @@ Attacks get leetspeak, letter spacing, look-alike letters, full-width forms, zer
 characters, Unicode tag smuggling, base64/ROT13 wrapping, letter codes and ciphers (Morse, NATO
 alphabet, Braille, %-escapes, Caesar, Atbash) and noise suffixes, so the model sees
 what the normaliser leaves of them. A few benign texts get the harmless ones (shouting,
-full-width, soft hyphens from word processors, a pasted base64 attachment, a spelled message), so a disguise alone
-is not read as an attack. Long persona templates also get a copy cut to their opening, and
+full-width, soft hyphens from word processors, a pasted base64 attachment, a spelled message),
+so a disguise alone is not read as an attack. Long persona templates also get a copy cut to their opening, and
 length is decorrelated from the label: benign texts of one family pasted into a long thread,
 attempts embedded in a benign paste. The wrapper sentences are written for this project.
 """
@@ -19,7 +19,7 @@ import string
 import urllib.parse
 from typing import Callable
 
-from monitor.evaluation.local.jailbreak.letter_codes import BRAILLE_CELLS, MORSE_CODE, NATO_ALPHABET
+from monitor.evaluation.local.jailbreak.letter_codes import BRAILLE_CELLS, CIPHERS, MORSE_CODE, NATO_ALPHABET, caesar_name
 from tools.jailbreak_detector.example import Example
 
 __all__ = ["augment"]
@@ -49,7 +49,6 @@ _NATO_OF: dict[str, str] = {}
 for _word, _letter in NATO_ALPHABET.items():
     _NATO_OF.setdefault(_letter, _word.capitalize())
 _BRAILLE_OF = {letter: cell for cell, letter in BRAILLE_CELLS.items()}
-_LOWER = string.ascii_lowercase
 
 
 def _words(text: str, rng: random.Random, share: float, change: Callable[[str], str]) -> str:
@@ -103,9 +102,8 @@ def _spell(kind: str, text: str, rng: random.Random) -> tuple[str, int]:
         return "".join(_BRAILLE_OF.get(c, "\u2800" if c == " " else "") for c in text), key
     if kind == "percent":
         return "".join(f"%{b:02X}" for b in text.encode()) if rng.random() < 0.5 else urllib.parse.quote(text, safe=""), key
-    if kind == "caesar":
-        return text.translate(str.maketrans(_LOWER, _LOWER[key:] + _LOWER[:key])), key
-    return text.translate(str.maketrans(_LOWER, _LOWER[::-1])), key
+    _, encipher = CIPHERS[caesar_name(key) if kind == "caesar" else "atbash"]
+    return text.encode().translate(encipher).decode(), key
 
 
 def _coded(text: str, rng: random.Random) -> str:

@@ -2,8 +2,8 @@
 
 Sources are whole units: a source is either in the training split or in the held-out split
 (``HELD_OUT``), never both, so the held-out figures measure families of text the model has not
-seen. A training text that is a copy or near-copy of a held-out text is dropped from training. ``DATA.md`` lists each source
-with its licence and count (``train.py --counts`` prints them).
+seen. A training text that is a copy or near-copy of a held-out text is dropped from training.
+``DATA.md`` lists each source with its licence and count (``train.py --counts`` prints them).
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ _COMMON_WORDS = tuple(w.strip() for w in _COMMON)
 # and which ciphers do; and those that reversal does.
 _CIPHERED_COMMON = letter_codes.cipher_index(_COMMON_WORDS)
 _REVERSED_COMMON = frozenset(w[::-1] for w in _COMMON_WORDS)
+_DECIPHER = {name: decipher for name, (decipher, _) in letter_codes.CIPHERS.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +133,7 @@ def decode_payloads(text: str) -> Decoded:
     # turns into a common word must be there: a cipher is tried only when three distinct ones
     # are, reversal when three occurrences are (a hidden order uses several different words).
     transforms: list[tuple[str, bytes | None]] = [
-        (name, CIPHER_TABLES[name])
+        (name, _DECIPHER[name])
         for name in letter_codes.cipher_candidates(distinct, _CIPHERED_COMMON, most=MAX_PAYLOADS - len(payloads))]
     if sum(map(_REVERSED_COMMON.__contains__, tokens)) >= 3:
         transforms.append(("reversed", None))
@@ -145,12 +146,9 @@ def decode_payloads(text: str) -> Decoded:
             break
         transformed = lowered[::-1] if table is None else lowered.translate(table)
         hits = _common_words(transformed)
-        if hits >= 3 and hits > 2 * plain + 1 and len(payloads) < MAX_PAYLOADS:
+        if hits >= 3 and hits > 2 * plain + 1:
             payloads.append((kind, transformed[:MAX_BLOB_CHARS].decode("ascii")))
     return Decoded(tuple(t for _, t in payloads), tuple(k for k, _ in payloads))
-
-
-CIPHER_TABLES = {name: decipher for name, (decipher, _) in letter_codes.CIPHERS.items()}
 
 
 def _limited(matches: Iterator[re.Match[str]]) -> Iterator[re.Match[str]]:

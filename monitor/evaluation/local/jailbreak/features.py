@@ -100,7 +100,9 @@ class Features:
 
 
 def _char_buckets(text: str) -> list[np.ndarray]:
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    # "surrogatepass": a lone surrogate (JSON's "\ud800" arrives as one) hashes as its code point,
+    # as the plain-Python path's ord() would have it, instead of failing the encoding.
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
     out = []
     # The hash of an n-gram is n * PRIME**n + sum(code_k * PRIME**(n-1-k)) (mod 2**64): the sum
     # part of the (n+1)-grams extends the n-grams' by one step, so all sizes share one pass.
@@ -117,7 +119,8 @@ def _char_buckets(text: str) -> list[np.ndarray]:
 def _word_buckets(words: list[str]) -> list[np.ndarray]:
     if not words:
         return []
-    ids = np.fromiter((zlib.crc32(w.encode()) for w in words), dtype=np.uint64, count=len(words))
+    hashes = (zlib.crc32(w.encode("utf-8", "surrogatepass")) for w in words)  # see _char_buckets
+    ids = np.fromiter(hashes, dtype=np.uint64, count=len(words))
     unigrams = ((ids + np.uint64(7)) * _MIX) >> _SHIFT
     bigrams = ((ids[:-1] * _PRIME + ids[1:] + np.uint64(11)) * _MIX) >> _SHIFT
     return [unigrams, bigrams]
@@ -190,11 +193,6 @@ class Prepared:
 def prepare(text: str) -> Prepared:
     """Fold and decode the bounded view of ``text`` and count its structure (no n-grams yet)."""
     view = bounded_view(text, HEAD_CHARS, TAIL_CHARS)
-    if not view.isascii():
-        try:
-            view.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"): no character, and UTF-32 refuses it
-            view = view.encode("utf-8", "replace").decode("utf-8")
     decoded = decode_payloads(view)
     folded = fold(view)
     # Diacritics go too: "ignōrē" and strike-through overlays read as the word they decorate.

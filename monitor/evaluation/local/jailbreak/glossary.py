@@ -16,6 +16,7 @@ or with joined particles: whose first character) the text has.
 from __future__ import annotations
 
 from monitor.evaluation.local.normalise import fold, without_marks
+from monitor.evaluation.local.text import bounded_view
 
 __all__ = ["CONCEPTS", "concepts"]
 
@@ -304,6 +305,7 @@ _SUBSTRINGS: dict[str, tuple[str, ...]] = {
     "qxadmin": ("管理员", "管理員", "管理者", "관리자", "ผู้ดูแล", "المسؤول", "מנהל"),
 }
 
+
 def _as_read(term: str) -> set[str]:
     """The forms ``term`` takes in the text the detector reads: after ``fold()`` (NFKC: Thai's
     sara am splits in two) and without diacritics."""
@@ -338,8 +340,7 @@ def concepts(text: str) -> tuple[str, ...]:
     """The :data:`CONCEPTS` markers of the ideas ``text`` (folded: lower case, single spaces,
     diacritics removed with :func:`~monitor.evaluation.local.normalise.without_marks`) uses.
     Only the opening and the end of a long text are read: where an order sits."""
-    if len(text) > _HEAD + _TAIL:
-        text = text[:_HEAD] + "\n" + text[-_TAIL:]
+    text = bounded_view(text, _HEAD, _TAIL)
     found: set[str] = set()
     words = [w.strip(_STRIP) for w in text.split()]
     for concepts_of_word in filter(None, map(_INDEX.get, words)):

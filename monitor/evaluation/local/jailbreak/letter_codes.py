@@ -9,11 +9,13 @@ backtracking), set look-ups per token, and a bounded output (:data:`MAX_OUTPUT`)
 
 from __future__ import annotations
 
+import itertools
 import re
-from typing import Callable
+from typing import Callable, Iterable
 from urllib.parse import unquote_to_bytes
 
-__all__ = ["MAX_OUTPUT", "MORSE_CODE", "NATO_ALPHABET", "BRAILLE_CELLS", "CIPHERS", "morse", "nato", "braille", "percent", "cipher_index", "cipher_candidates"]
+__all__ = ["MAX_OUTPUT", "MORSE_CODE", "NATO_ALPHABET", "BRAILLE_CELLS", "CIPHERS", "morse", "nato", "braille",
+           "percent", "caesar_name", "cipher_index", "cipher_candidates"]
 
 MAX_OUTPUT = 2048
 # Coded text read per run: 1 KiB of Morse or %-escapes holds a request of 250-340 letters, more
@@ -31,7 +33,8 @@ MORSE_CODE = {
 _MORSE_UNIFY = str.maketrans({"·": ".", "•": ".", "−": "-", "–": "-", "—": "-", "_": "-"})
 # At least eight codes in a row: shorter runs are ellipses, rules and list dashes, not messages.
 _MORSE_SIGNS = ".-·•−–—_"
-_MORSE_RUN = re.compile(r"(?:[.\-·•−–—_]{1,7}[ /|\n]+){7,}[.\-·•−–—_]{1,7}")
+_SIGN = f"[{re.escape(_MORSE_SIGNS)}]{{1,7}}"
+_MORSE_RUN = re.compile(f"(?:{_SIGN}[ /|\n]+){{7,}}{_SIGN}")
 
 NATO_ALPHABET = {
     "alfa": "a", "alpha": "a", "bravo": "b", "charlie": "c", "delta": "d", "echo": "e", "foxtrot": "f",
@@ -60,26 +63,31 @@ _MIN_DISTINCT_LETTERS = 3
 
 _PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9+._~-]){12,}")
 
-_LOWER = "abcdefghijklmnopqrstuvwxyz"
-
-
 def morse(view: str) -> str | None:
     """The first long run of Morse code that reads as a message (letters split on spaces, words on
     ``/``, ``|``, new lines or wide gaps), decoded."""
     if sum(map(view.count, _MORSE_SIGNS)) < 16:
         return None
-    for i, match in enumerate(_MORSE_RUN.finditer(view)):
-        if i >= _MAX_RUNS:
-            break
-        words = []
-        for word in re.split(r"[/|\n]|\s{3,}", match.group()[:_MAX_CODED].translate(_MORSE_UNIFY)):
-            codes = word.split()
-            if codes:
-                words.append("".join(MORSE_CODE.get(code, "\ufffd") for code in codes))
-        text = " ".join(words)
-        known = sum(ch != "\ufffd" for ch in text)
-        if known >= 6 and known >= 0.9 * len(text.replace(" ", "")) and _reads(text):
-            return text[:MAX_OUTPUT]
+    return _first_message((m.group()[:_MAX_CODED] for m in _MORSE_RUN.finditer(view)), _read_morse)
+
+
+def _read_morse(run: str) -> str | None:
+    words = []
+    for word in re.split(r"[/|\n]|\s{3,}", run.translate(_MORSE_UNIFY)):
+        codes = word.split()
+        if codes:
+            words.append("".join(MORSE_CODE.get(code, "\ufffd") for code in codes))
+    text = " ".join(words)
+    known = sum(ch != "\ufffd" for ch in text)
+    return text[:MAX_OUTPUT] if known >= 6 and known >= 0.9 * len(text.replace(" ", "")) and _reads(text) else None
+
+
+def _first_message(runs: Iterable[str], read: Callable[[str], str | None]) -> str | None:
+    """The first of at most :data:`_MAX_RUNS` candidate runs that ``read`` turns into a message."""
+    for run in itertools.islice(runs, _MAX_RUNS):
+        text = read(run)
+        if text is not None:
+            return text
     return None
 
 
@@ -118,47 +126,46 @@ def braille(view: str) -> str | None:
     numbers are not read)."""
     if view.isascii():
         return None
-    for i, match in enumerate(_BRAILLE_RUN.finditer(view)):
-        if i >= _MAX_RUNS:
-            break
-        text = "".join(" " if ch in " \n\u2800" else BRAILLE_CELLS.get(ch, "") for ch in match.group()[:MAX_OUTPUT])
-        if sum(ch.isalpha() for ch in text) >= 8 and _reads(text):
-            return text
-    return None
+    return _first_message((m.group()[:MAX_OUTPUT] for m in _BRAILLE_RUN.finditer(view)), _read_braille)
+
+
+def _read_braille(run: str) -> str | None:
+    text = "".join(" " if ch in " \n\u2800" else BRAILLE_CELLS.get(ch, "") for ch in run)
+    return text if sum(ch.isalpha() for ch in text) >= 8 and _reads(text) else None
 
 
 def percent(view: str, printable: Callable[[bytes], str | None]) -> str | None:
     """The first run of mostly %-escaped bytes (``%49%67%6e...``) that decodes to text."""
     if view.count("%") < 8:
         return None
-    tried = 0
-    for match in _PERCENT_RUN.finditer(view):
-        run = match.group()[:_MAX_CODED]
-        # Mostly escapes (every byte escaped), or words joined by escaped spaces and punctuation
-        # (``quote()`` leaves letters as they are): not a URL with an escape or two.
-        escapes = run.count("%")
-        if escapes * 3 >= 0.6 * len(run) or (escapes >= 4 and "%20" in run):
-            decoded = printable(unquote_to_bytes(run))
-            if decoded is not None:
-                return decoded
-            tried += 1
-            if tried >= _MAX_RUNS:
-                break
-    return None
+    runs = (m.group()[:_MAX_CODED] for m in _PERCENT_RUN.finditer(view))
+    return _first_message(filter(_escaped, runs), lambda run: printable(unquote_to_bytes(run)))
 
 
-_ASCII_LOWER = _LOWER.encode()
+def _escaped(run: str) -> bool:
+    """Mostly escapes (every byte escaped), or words joined by escaped spaces and punctuation
+    (``quote()`` leaves letters as they are): not a URL with an escape or two."""
+    escapes = run.count("%")
+    return escapes * 3 >= 0.6 * len(run) or (escapes >= 4 and "%20" in run)
+
+
+_ASCII_LOWER = b"abcdefghijklmnopqrstuvwxyz"
 
 
 def _rotation(shift: int) -> bytes:
     return _ASCII_LOWER[shift:] + _ASCII_LOWER[:shift]
 
 
+def caesar_name(shift: int) -> str:
+    """The :data:`CIPHERS` name of the Caesar shift ``shift`` (1-25)."""
+    return "rot13" if shift == 13 else f"caesar{shift}"
+
+
 # Every letter cipher a red-team tool applies by default, on lower-cased ASCII: the 25 Caesar
-# shifts (ROT13 among them) and Atbash (a<->z). Name -> (decipher, encipher) translation tables.
+# shifts (ROT13 among them: :func:`caesar_name`) and Atbash (a<->z). Name -> (decipher, encipher)
+# translation tables.
 CIPHERS: dict[str, tuple[bytes, bytes]] = {
-    ("rot13" if k == 13 else f"caesar{k}"): (bytes.maketrans(_rotation(k), _ASCII_LOWER),
-                                             bytes.maketrans(_ASCII_LOWER, _rotation(k)))
+    caesar_name(k): (bytes.maketrans(_rotation(k), _ASCII_LOWER), bytes.maketrans(_ASCII_LOWER, _rotation(k)))
     for k in range(1, 26)
 }
 CIPHERS["atbash"] = (bytes.maketrans(_ASCII_LOWER[::-1], _ASCII_LOWER), bytes.maketrans(_ASCII_LOWER, _ASCII_LOWER[::-1]))
