@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import orjson
 
 from monitor.model import Document, Message
+from monitor.surrogates import may_hold_surrogates, replace_lone_surrogates
 
 __all__ = [
     "load_json",
@@ -46,9 +47,10 @@ def load_json(value: Any) -> Any:
         except (orjson.JSONDecodeError, TypeError):
             pass
         try:
-            return json.loads(s)
+            parsed = json.loads(s)
         except (ValueError, RecursionError):
             return None
+        return replace_lone_surrogates(parsed) if may_hold_surrogates(s) else parsed
     return value
 
 

@@ -29,6 +29,7 @@ from typing import Any, Literal, Mapping
 
 from monitor.evaluation.conversation import ConversationFormatError, turns_from_conversation
 from monitor.model import Document, Turn
+from monitor.surrogates import may_hold_surrogates, replace_lone_surrogates
 
 __all__ = ["DatasetError", "EvalRow", "Dataset", "read_dataset", "parse_row", "KNOWN_QA_KEYS"]
 
@@ -150,6 +151,8 @@ def read_dataset(path: str | Path) -> Dataset:
             continue
         try:
             data = json.loads(raw)
+            if may_hold_surrogates(raw):
+                data = replace_lone_surrogates(data)
             rows.append(parse_row(data, number))
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from None

@@ -18,12 +18,14 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+import orjson
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from monitor.errors import DecodeError, PayloadTooLarge, UnsupportedMediaType
 from monitor.model import AttributeSelection, LogRecord, SpanEvent, SpanRecord
+from monitor.surrogates import may_hold_surrogates, replace_lone_surrogates
 
 __all__ = [
     "PROTOBUF",
@@ -363,11 +365,18 @@ def _json_attrs(kvs: Any, path: str, decoded: Decoded[Any], depth: int = 0) -> d
 
 def _json_load(body: bytes) -> dict[str, Any]:
     try:
-        doc = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise DecodeError(f"body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise DecodeError("body is JSON nested too deeply to be an OTLP request") from None
+        doc = orjson.loads(body)  # about 40 % of json's time
+    except orjson.JSONDecodeError:
+        # What orjson refuses and json accepts (lone surrogate escapes, NaN, integers past 64
+        # bits) goes to json, and so do real errors, which get json's message.
+        try:
+            doc = json.loads(body)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise DecodeError(f"body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise DecodeError("body is JSON nested too deeply to be an OTLP request") from None
+        if may_hold_surrogates(body):  # "\ud800" parses to a str nothing downstream can encode
+            doc = replace_lone_surrogates(doc)
     if not isinstance(doc, dict):
         raise DecodeError("body must be a JSON object")
     return doc

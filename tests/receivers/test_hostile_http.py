@@ -142,3 +142,31 @@ async def test_late_spans_are_reported_as_late_not_overload(sidecar):
     resp = ExportTraceServiceResponse.FromString(payload)
     assert resp.partial_success.rejected_spans > 0
     assert "late" in resp.partial_success.error_message and "overload" not in resp.partial_success.error_message
+
+
+async def test_a_lone_surrogate_escape_in_otlp_json_becomes_a_replacement_character(caplog):
+    """JSON may escape a lone surrogate ("\\ud800"); parsed as is it is a str no UTF-8 encoder takes
+    (protobuf export, SQLite, the local tier's hashing would each fail on it, far from here)."""
+    from monitor.model import SamplingDecision
+    from monitor.turn_codec import encode_pending
+    from tests.receivers.test_ingest_offload import _otlp_json
+    from tests.support.otlp_payloads import rag_spans
+
+    caplog.set_level(logging.WARNING)
+    rng = random.Random(11)
+    import time
+    docs = [{"id": "d1", "content": "The Alpine tent is waterproof."}]
+    spans = rag_spans(rng, rng.randbytes(16), rng.randbytes(8), 3, time.time_ns(), "conv-s", docs=docs,
+                      question="Is the tent waterproof? MARKQ", system="Answer from the documents.",
+                      answer="Yes MARKA", input_tokens=10)
+    text = _otlp_json(request(spans).SerializeToString()).decode()
+    text = text.replace("MARKQ", "\\ud800MARKQ").replace("MARKA", "MARKA\\udfff")
+    assert "\\ud800MARKQ" in text
+    async with running_sidecar() as (sc, sink):
+        status, _ = await post(sc.http.port, text.encode(), JS)
+        assert status == 200
+        (turn,) = await sink.wait_turns(1)
+    assert "\ufffdMARKQ" in turn.question and "MARKA\ufffd" in (turn.answer or "")
+    # The durable queue stores a turn as UTF-8 text: with a lone surrogate left, this would raise.
+    encode_pending(turn, SamplingDecision(sampled=True, policy="always", probability=1.0)).encode("utf-8")
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
