@@ -14,9 +14,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Imported by every stage: the data model, the seams, self-telemetry, errors, network plumbing.
+# Imported by every stage: the data model, the seams, self-telemetry, errors, network plumbing,
+# cleaning parsed JSON of lone surrogates.
 KERNEL = {"monitor", "monitor.model", "monitor.interfaces", "monitor.telemetry", "monitor.errors",
-          "monitor.turn_codec", "monitor.net"}
+          "monitor.turn_codec", "monitor.net", "monitor.surrogates"}
 
 # A stage may use only the stages listed here (besides itself and the kernel). The composition
 # root (monitor.app, monitor.cli, monitor.config, monitor.startup, monitor.config_hints), the
