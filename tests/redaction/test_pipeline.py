@@ -104,6 +104,14 @@ def digits_of(value: str) -> str:
     return re.sub(r"\D", "", value)
 
 
+def written_numbers(text: str) -> list[str]:
+    """The digits of each number as a person or a formatter writes one: digits joined by spaces,
+    hyphens, slashes or brackets ("4111-1111 1111 1111", "(202) 555-0143"). Not across dots or
+    commas: the digits of the whole output run together ("0.4, 1.1111111111111112" holds
+    "4111111111111111") and once matched a card number that was not there."""
+    return [digits_of(run) for run in re.findall(r"\+?\d[\d \-/()]*", text)]
+
+
 async def test_personal_data_reaches_no_output(tmp_path: Path) -> None:
     outputs = await run_turn(tmp_path)
     assert outputs["judged"] == 1
@@ -112,7 +120,8 @@ async def test_personal_data_reaches_no_output(tmp_path: Path) -> None:
         for kind, value in PII.items():
             assert value not in text, f"{kind} leaked into {name}"
             if kind != "ip_address":
-                assert digits_of(value) not in digits_of(text) or len(digits_of(value)) < 9, f"{kind} in {name}"
+                assert len(digits_of(value)) < 9 or not any(digits_of(value) in number for number in
+                                                             written_numbers(text)), f"{kind} in {name}"
     # The judge saw typed placeholders, so its reason (stored and exported) names them instead.
     assert "[EMAIL_1]" in outputs["judge"] and "[CARD_NUMBER_1]" in outputs["judge"]
     assert "[IBAN_1]" in outputs["events"] and "[IBAN_1]" in outputs["jsonl"]
