@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tools.jailbreak_detector import attacks, benign, compose, scanners
+from tools.jailbreak_detector import attacks, benign, compose, registries, scanners
 from tools.jailbreak_detector.example import Example
 from tools.jailbreak_detector.wheels import Wheels
 
@@ -42,6 +42,12 @@ SOURCES: dict[str, Loader] = {
     "aegisrt": scanners.aegisrt,
     "weiseer-prompt-redteam": scanners.weiseer,
     "prompt-lint-py": scanners.prompt_lint,
+    "promptshields": registries.promptshields,
+    "jailbreak-arena": registries.jailbreak_arena,
+    "rag-redteam": registries.rag_redteam,
+    "unplug-ai": registries.unplug_ai,
+    "sentinelprobe": registries.sentinelprobe,
+    "prompt-shield-ai": registries.prompt_shield_ai,
     "bastioncorpus/malicious": attacks.bastion,
     "hermes-jailbench/attacks": attacks.hermes,
     "jailbreak-corpus-mini": attacks.jailbreak_corpus_mini,

