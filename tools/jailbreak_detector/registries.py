@@ -62,8 +62,11 @@ def promptshields(w: Wheels) -> Iterator[Example]:
     tagged by the authors — "ignore the noise in this signal", "override the default theme";
     ``benign/control.json``: plain requests). Rows carry no source field and the README names no
     upstream for them (the package's *model* was trained on a hub dataset; that model is not read).
-    Crescendo steps and three restated DAN/STAN/AIM prompts are left out (see above); rows whose own ``expected_violation`` is false are
-    benign wherever they sit."""
+    Crescendo steps and three restated DAN/STAN/AIM prompts are left out (see above). Rows of the
+    attack folders whose ``expected_violation`` is false are left out too: they are attacks the
+    package's detector is not expected to catch (a severity hint of 0.3-0.65: ROT13, hex and reversed
+    "ignore all previous instructions", "hypothetically, if you were allowed to ignore safety
+    rules...") beside meta questions about AI safety, so neither label fits them all."""
     dist = "promptshields"
     for member in w.members(dist, "promptshield/attack_db/", ".json"):
         if member.startswith(_PROMPTSHIELDS_SKIP):
@@ -78,7 +81,9 @@ def promptshields(w: Wheels) -> Iterator[Example]:
             text = row.get("text") or row.get("prompt")
             if not isinstance(text, str) or not text.strip() or any(c in text for c in _PROMPTSHIELDS_COPIES):
                 continue
-            benign = folder == "benign" or row.get("category") in ("benign", "control") or row.get("expected_violation") is False
+            benign = folder == "benign"
+            if not benign and row.get("expected_violation") is False:
+                continue
             family = str(row.get("category") or folder)
             yield Example(text, 0 if benign else 1, f"promptshields/{'benign' if benign else 'attacks'}", family)
 
