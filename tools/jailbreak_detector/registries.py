@@ -4,12 +4,13 @@ Every package here is pinned in ``wheels.PACKAGES`` and read from its wheel as a
 nothing is installed, imported or run. YAML/JSON files are parsed as data and Python sources are
 parsed with ``ast`` (their literals read, never executed). Before any row was read, each archive
 was searched for the names of the packages reserved for evaluation and for PromptInject's
-signature strings; none of the packages below has a match in its data. Every loader says which
-parts it leaves out and why.
+signature strings; none of the packages below has a match in the files read (promptshields'
+pickled model, which is not read, has "pwned" in its vocabulary: see DATA.md). Every loader says
+which parts it leaves out and why.
 
 npm: the security-related packages in the npm registry (promptfoo and ten detectors and scanners)
 ship rules or code, fetch their attack texts at run time, or carry a non-permissive licence, so no
-npm package is read here (the survey report lists each).
+npm package is read here (DATA.md lists them).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tools.jailbreak_detector.wheels import Wheels
 
 __all__ = ["promptshields", "jailbreak_arena", "rag_redteam", "unplug_ai",
            "sentinelprobe", "prompt_shield_ai"]
+
 
 def _literals(source: str) -> dict[str, Any]:
     """Module-level ``NAME = <literal>`` and ``NAME: T = <literal>`` assignments of a Python file."""
