@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 
 from tools.jailbreak_detector.benign import benign_requests
 from tools.jailbreak_detector.example import Example
-from tools.jailbreak_detector.wheels import Wheels, jsonl, parquet_column
+from tools.jailbreak_detector.wheels import Wheels, jsonl, module_literals, parquet_column
 
 # --- payloads used to fill attack templates ------------------------------------------------
 
@@ -241,8 +241,5 @@ def antler_techniques(w: Wheels) -> Iterator[Example]:
 
 def jailscan_scenarios(w: Wheels) -> Iterator[Example]:
     """jailscan's attack scenarios (MIT): overrides, role-play, fake system overrides, extraction."""
-    tree = ast.parse(w.text("jailscan", "jailscan/scenarios.py"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SCENARIOS":
-            for row in ast.literal_eval(node.value):
-                yield Example(row["prompt"], 1, "jailscan/scenarios", row["category"])
+    for row in module_literals(w.text("jailscan", "jailscan/scenarios.py"))["SCENARIOS"]:
+        yield Example(row["prompt"], 1, "jailscan/scenarios", row["category"])

@@ -18,32 +18,15 @@ from __future__ import annotations
 import ast
 import base64
 import json
-from typing import Any, Iterator
+from typing import Iterator
 
 import yaml
 
 from tools.jailbreak_detector.example import Example
-from tools.jailbreak_detector.wheels import Wheels
+from tools.jailbreak_detector.wheels import Wheels, module_literals
 
 __all__ = ["promptshields", "jailbreak_arena", "rag_redteam", "unplug_ai",
            "sentinelprobe", "prompt_shield_ai"]
-
-
-def _literals(source: str) -> dict[str, Any]:
-    """Module-level ``NAME = <literal>`` and ``NAME: T = <literal>`` assignments of a Python file."""
-    out: dict[str, Any] = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            target, value = node.targets[0].id, node.value
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            target, value = node.target.id, node.value
-        else:
-            continue
-        try:
-            out[target] = ast.literal_eval(value)
-        except ValueError:
-            continue
-    return out
 
 
 # --- promptshields ---------------------------------------------------------------------------------
@@ -147,7 +130,7 @@ def rag_redteam(w: Wheels, extraction: int = 80, leakage: int = 30, injections: 
     embedding-vector and ungrounded-fact questions (ordinary questions, not attempts), and its
     tool-use payloads (harmful tool calls). The whole grammar gives thousands of near-identical
     texts; the subsets keep ``extraction + leakage + injections`` of them."""
-    grammar = _literals(w.text("rag-redteam", "rag_redteam/fuzz.py"))
+    grammar = module_literals(w.text("rag-redteam", "rag_redteam/fuzz.py"))
     pretexts = grammar["PRETEXTS"]
     verbs = grammar["_VERBS"]
 
@@ -171,7 +154,7 @@ def rag_redteam(w: Wheels, extraction: int = 80, leakage: int = 30, injections: 
         canary = f"RAGREDTEAM-{k:04d}-{(k * 2654435761) % 16**6:06x}"
         body = f"{override} {instruction.format(canary=canary)}".strip()
         yield Example(frame_tpl.format(body=body), 1, "rag-redteam/documents", f"injection/{frame_id}")
-    fixed = _literals(w.text("rag-redteam", "rag_redteam/probes/prompt_injection.py"))
+    fixed = module_literals(w.text("rag-redteam", "rag_redteam/probes/prompt_injection.py"))
     for name, value in fixed.items():
         for k, template in enumerate(value if isinstance(value, (list, tuple)) else []):
             if isinstance(template, str) and "{canary}" in template:
@@ -230,9 +213,10 @@ def sentinelprobe(w: Wheels) -> Iterator[Example]:
     developer messages) is an attack. Indirect, secret-boundary and agent-file cases: each retrieved
     document or repository file that contains the case's forbidden canary or one of the case's
     "warning patterns" (its injected sentence) is an attack (override in a README, hidden Markdown,
-    JSON and transcript wrappers); the case's user question and the other documents are benign. The authors' "this is fake test data" lines, the "Malicious instruction:" header and the
-    "Authorized security test." opener of every direct case are removed (cues of the harness, not of
-    attacks). Codegen-boundary cases are left out (requests for insecure code, not attempts)."""
+    JSON and transcript wrappers); the case's user question and the other documents are benign. The
+    authors' "this is fake test data" lines, the "Malicious instruction:" header and the "Authorized
+    security test." opener of every direct case are removed (cues of the harness, not of attacks).
+    Codegen-boundary cases are left out (requests for insecure code, not attempts)."""
     dist = "sentinelprobe"
     for member in w.members(dist, "prompt_injection_harness/cases/", ".yaml"):
         if member.endswith("codegen_boundary.yaml"):

