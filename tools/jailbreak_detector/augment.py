@@ -150,11 +150,12 @@ def _thread(texts: list[str], rng: random.Random) -> str:
     return "\n\n".join(picked)[:3000]
 
 
-def _embedded(attack: str, filler: list[str], rng: random.Random) -> str:
-    """An attempt inside a pasted benign document: the indirect-injection shape."""
+def _embedded(attack: str, filler: list[str], rng: random.Random) -> tuple[str, str]:
+    """An attempt inside a pasted benign document (the indirect-injection shape), and the same
+    document without it (its benign control)."""
     before = "\n".join(rng.sample(filler, rng.randint(3, 12)))[: rng.randint(200, 1500)]
     after = "\n".join(rng.sample(filler, rng.randint(1, 6)))[: rng.randint(0, 600)]
-    return f"{before}\n\n{attack[:1500]}\n\n{after}".strip()
+    return f"{before}\n\n{attack[:1500]}\n\n{after}".strip(), f"{before}\n\n{after}".strip()
 
 
 # Share of long templates that also get a copy cut to their opening sentences (0 turns it off):
@@ -162,7 +163,11 @@ def _embedded(attack: str, filler: list[str], rng: random.Random) -> str:
 OPENING_SHARE = 0.5
 # Length is no evidence either way, but the public attack sets are long templates and the
 # permissive benign sets mostly short questions: attempts embedded in a benign paste keep the
-# model from learning "long means attack". Long benign "threads" (6-25 short texts of one family
+# model from learning "long means attack". Each embedded attempt comes with its control, the same
+# paste without the attempt, labelled benign and kept in its fold: without controls the pastes
+# themselves taught "long, multi-paragraph means attack" (2026-11-27, three seeds, original texts
+# only: recall at the chosen threshold 0.793 -> 0.846 on the older sources, under 40 characters
+# 0.45 -> 0.58, hard-negative FPR over 160 characters 0.15 -> 0.05; DATA.md). Long benign "threads" (6-25 short texts of one family
 # pasted together) were turned off on 2026-11-27: unlike any real input, they were most of the
 # validation false positives (chit-chat in one script, one line after another) and dropping them
 # raised validation recall at 3 % hard-negative FPR from 0.751 to 0.765. Embedded attempts at 0.30
@@ -176,7 +181,8 @@ BENIGN_TRICKS = (_upper, _fullwidth, _soft_hyphens, _pasted_attachment, _zero_wi
 
 def augment(examples: list[Example], seed: int, attack_share: float = 0.35, benign_share: float = 0.04) -> list[Example]:
     """``examples`` plus disguised copies (a share of each class, one trick per copy), openings of
-    long templates, long benign threads and attempts embedded in benign pastes."""
+    long templates, long benign threads and attempts embedded in benign pastes (each with its
+    benign control)."""
     rng = random.Random(seed)
     out = list(examples)
     for i, example in enumerate(examples):
@@ -202,5 +208,7 @@ def _length_copies(examples: list[Example], rng: random.Random) -> list[Example]
         if not example.label and len(family) >= 6 and rng.random() < THREAD_SHARE:
             out.append(Example(_thread(family, rng), 0, example.source, f"{example.family}+thread", i))
         elif example.label and rng.random() < EMBED_SHARE:
-            out.append(Example(_embedded(example.text, filler, rng), 1, example.source, f"{example.family}+embedded", i))
+            embedded, control = _embedded(example.text, filler, rng)
+            out.append(Example(embedded, 1, example.source, f"{example.family}+embedded", i))
+            out.append(Example(control, 0, example.source, f"{example.family}+control", i))
     return out

@@ -77,9 +77,15 @@ def report(examples: Sequence[Example], scores: Sequence[float], threshold: floa
     attacks = [f for e, f in zip(examples, flagged) if e.label]
     benign = [f for e, f in zip(examples, flagged) if not e.label]
     hard = [f for e, f in zip(examples, flagged) if is_hard_negative(e)]
+    # A source with both labels (attack sources carry the benign controls of their embedded
+    # copies, augment.py) is reported once per label, so "flagged" reads as recall or as FPR.
+    labels: dict[str, set[int]] = defaultdict(set)
+    for example in examples:
+        labels[example.source].add(example.label)
     sources: dict[str, list[bool]] = defaultdict(list)
     for example, flag in zip(examples, flagged):
-        sources[example.source].append(flag)
+        mixed = len(labels[example.source]) > 1
+        sources[example.source + ((" [attack]" if example.label else " [benign]") if mixed else "")].append(flag)
     share = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
     return Report(
         threshold, len(attacks), len(benign), len(hard), share(attacks), share(benign), share(hard),

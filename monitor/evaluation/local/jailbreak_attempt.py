@@ -49,9 +49,9 @@ __all__ = [
 
 METRIC_ID = "local_jailbreak_attempt"
 SCALE = (0.0, 1.0)
-# The threshold train.py chose (stored in weights.npz too: 0.8487), rounded up so the default never
+# The threshold train.py chose (stored in weights.npz too: 0.8607), rounded up so the default never
 # flags more than validation allowed; a test keeps the two together.
-DEFAULT_THRESHOLD = 0.849
+DEFAULT_THRESHOLD = 0.861
 MEMO_SIZE = 4096
 
 
