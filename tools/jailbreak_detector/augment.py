@@ -167,12 +167,14 @@ OPENING_SHARE = 0.5
 # paste without the attempt, labelled benign and kept in its fold: without controls the pastes
 # themselves taught "long, multi-paragraph means attack" (2026-11-27, three seeds, original texts
 # only: recall at the chosen threshold 0.793 -> 0.846 on the older sources, under 40 characters
-# 0.45 -> 0.58, hard-negative FPR over 160 characters 0.15 -> 0.05; DATA.md). Long benign "threads" (6-25 short texts of one family
-# pasted together) were turned off on 2026-11-27: unlike any real input, they were most of the
-# validation false positives (chit-chat in one script, one line after another) and dropping them
-# raised validation recall at 3 % hard-negative FPR from 0.751 to 0.765. Embedded attempts at 0.30
-# (was 0.15): recall at the chosen threshold over three seeds 0.05 -> 0.777, 0.15 -> 0.801,
-# 0.30 -> 0.817, 0.50 -> 0.796 (DATA.md).
+# 0.45 -> 0.58, hard-negative FPR over 160 characters 0.15 -> 0.05). A control with benign lines
+# of the attempt's length in its place scored 0.866, inside the noise, and was not kept (DATA.md).
+# Long benign "threads" (6-25 short texts of one family pasted together) were turned off on
+# 2026-11-27: unlike any real input, they were most of the validation false positives (chit-chat
+# in one script, one line after another) and dropping them raised validation recall at 3 %
+# hard-negative FPR from 0.751 to 0.765. Embedded attempts at 0.30 (was 0.15): recall at the
+# chosen threshold over three seeds 0.05 -> 0.777, 0.15 -> 0.801, 0.30 -> 0.817, 0.50 -> 0.796
+# (DATA.md; those figures counted the embedded copies among the attacks, before controls).
 THREAD_SHARE, EMBED_SHARE = 0.0, 0.30
 
 ATTACK_TRICKS = (_leet, _spaced, _homoglyph, _fullwidth, _zero_width, _tags, _base64, _rot13, _coded, _noise_suffix, _upper)
