@@ -18,7 +18,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 __all__ = [
     "BUILTIN_LABELS",
@@ -85,10 +87,17 @@ class EvaluationEventsConfig(OtlpExportConfig):
 
 
 class StoreConfig(_Section):
-    """SQLite result store behind the JSON API and status page (holds conversation text)."""
+    """Result store behind the JSON API and status page (holds conversation text): the embedded SQLite
+    file by default, or one PostgreSQL database for a fleet of replicas (``url: postgresql://…``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     enabled: bool = True
     path: str = Field("rag-monitor.sqlite3", description="database file; its directory must be writable")
+    url: SecretStr | None = Field(
+        None, description="postgresql://user@host:5432/db (the fleet's one store) or sqlite:///path; "
+                          "excludes path. The password comes from the URL (a Secret through "
+                          "RAG_MONITOR_EXPORTERS__STORE__URL), PGPASSWORD or PGPASSFILE")
     max_age_hours: float = Field(168.0, gt=0, description="rows older than this are deleted")
     max_bytes: int = Field(512 * MiB, gt=0, description="oldest rows are deleted past this file size")
     queue_size: int = Field(10_000, gt=0, description="results waiting to be written; more are dropped and counted")
@@ -98,6 +107,37 @@ class StoreConfig(_Section):
     backlog_flush_seconds: float = Field(
         0.2, gt=0, le=10, description="sampled turns are made durable this often (what a kill -9 can lose)")
     max_text_chars: int = Field(4000, gt=0, description="question/answer/reason are cut to this length")
+
+    @field_validator("url")
+    @classmethod
+    def _url_ok(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        scheme = urlsplit(value.get_secret_value().strip()).scheme
+        if scheme not in ("postgresql", "postgres", "sqlite"):
+            raise ValueError(f"scheme {scheme!r} is not postgresql:// or sqlite:///")
+        return SecretStr(value.get_secret_value().strip())
+
+    @model_validator(mode="after")
+    def _url_or_path(self) -> "StoreConfig":
+        if self.url is not None and "path" in self.model_fields_set:
+            raise ValueError("exporters.store: set either url or path, not both")
+        return self
+
+    @property
+    def dialect(self) -> str:
+        """``postgresql`` or ``sqlite``."""
+        if self.url is None:
+            return "sqlite"
+        return "sqlite" if self.url.get_secret_value().startswith("sqlite") else "postgresql"
+
+    @property
+    def sqlite_path(self) -> str:
+        """The SQLite file: ``path``, or the path of a ``sqlite:///…`` URL."""
+        if self.url is not None and self.dialect == "sqlite":
+            # As SQLAlchemy reads it: sqlite:///relative.db, sqlite:////absolute/path.db
+            return self.url.get_secret_value().removeprefix("sqlite:").removeprefix("///").removeprefix("//")
+        return self.path
 
 
 class JsonlConfig(_Section):

@@ -20,6 +20,7 @@ from monitor.assembly.config import AssemblyConfig, AttributeMapping
 from monitor.config_hints import suggest_key, user_loc
 from monitor.errors import ConfigError
 from monitor.evaluation.config import EvaluationConfig
+from monitor.fleet.config import FleetConfig
 from monitor.judge.config import JudgeConfig
 from monitor.net.addresses import is_loopback
 from monitor.receivers.config import ForwardConfig, GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
@@ -47,6 +48,8 @@ class MonitorConfig(_Section):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     exporters: ExportersConfig = Field(default_factory=ExportersConfig)
+    fleet: FleetConfig = Field(
+        default_factory=FleetConfig, description="shared state of several replicas on Redis; off unless redis_url is set")
     redaction: RedactionConfig = Field(
         default_factory=RedactionConfig, description="personal data replaced before text leaves the process")
     service_name: str = Field("rag-monitor", description="this process's own service.name")

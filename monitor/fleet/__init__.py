@@ -1,0 +1,1 @@
+"""Fleet mode: what the replicas of one monitor share through Redis (``fleet.redis_url``)."""
