@@ -209,6 +209,9 @@ class SamplingDecision:
     sampled: bool
     policy: str
     probability: float
+    cell: str | None = None
+    """Post-stratification cell (``samplers.weighting``) when a hard cap could shed this decision's
+    conversation; None when 1/p is the final weight. Fleet and local cells are named apart."""
 
     def __post_init__(self) -> None:
         if not (0.0 <= self.probability <= 1.0) or math.isnan(self.probability):
@@ -290,3 +293,6 @@ class EvaluationResult:
     scores: tuple[Score, ...]
     weight: float = 1.0
     sampling_policy: str = ""
+    cell: str | None = None
+    """The decision's post-stratification cell while ``weight`` is still 1/p (``samplers.weighting``);
+    None once the weight is final."""

@@ -27,7 +27,8 @@ def encode_pending(turn: Turn, decision: SamplingDecision) -> str:
         "error": turn.error, "response_id": turn.response_id, "chat_span_id": turn.chat_span_id,
         "convention": turn.convention, "jailbreak_attempt": turn.jailbreak_attempt,
     }
-    d = {"sampled": decision.sampled, "policy": decision.policy, "probability": decision.probability}
+    d = {"sampled": decision.sampled, "policy": decision.policy, "probability": decision.probability,
+         "cell": decision.cell}
     return json.dumps({"v": _VERSION, "turn": t, "decision": d}, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -47,6 +48,8 @@ def decode_pending(payload: str) -> tuple[Turn, SamplingDecision]:
             latency_seconds=t["latency_seconds"], usage=TokenUsage(*t["usage"]), error=t["error"],
             response_id=t["response_id"], chat_span_id=t["chat_span_id"], convention=t["convention"],
             jailbreak_attempt=bool(t["jailbreak_attempt"]))
-        return turn, SamplingDecision(bool(d["sampled"]), str(d["policy"]), float(d["probability"]))
+        cell = d.get("cell")  # absent in payloads written before cells existed
+        return turn, SamplingDecision(bool(d["sampled"]), str(d["policy"]), float(d["probability"]),
+                                      str(cell) if cell is not None else None)
     except (KeyError, TypeError) as exc:
         raise ValueError(f"malformed backlog payload: {exc!r}") from exc

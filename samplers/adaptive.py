@@ -9,11 +9,25 @@ the probability reported for it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable
+from typing import Callable, Protocol
 
 from samplers.base import Clock
 
-__all__ = ["Intervals", "EwmaCounter", "TokenBucket", "ThinnedLimiter", "LengthTracker"]
+__all__ = ["Intervals", "EwmaCounter", "TokenBucket", "ThinnedLimiter", "LengthTracker", "SharedTraffic"]
+
+
+class SharedTraffic(Protocol):
+    """What a fleet tells an adaptive policy (``monitor.fleet.traffic``): the fleet's arrivals and
+    this replica's share of a fleet-wide cap. Calls are cheap reads of figures synced in the
+    background; None means "not known yet", and the policy uses its own counts."""
+
+    def arrival_rate(self, node: str, horizon_seconds: float) -> float | None:
+        """Conversations per second the whole fleet saw at ``node`` over the last ``horizon_seconds``."""
+        ...
+
+    def share(self) -> float:
+        """This replica's share of a fleet-wide cap: 1 / the fleet's size (last known while Redis is away)."""
+        ...
 
 # Float refills accumulate rounding error; a bucket that is short by 1e-9 of a token is full.
 _EPSILON = 1e-9
@@ -22,12 +36,15 @@ _EPSILON = 1e-9
 class Intervals:
     """Fixed-length intervals on an injected clock; reports how many closed since last asked."""
 
-    def __init__(self, clock: Clock, seconds: float) -> None:
+    def __init__(self, clock: Clock, seconds: float, *, aligned: bool = False) -> None:
         if seconds <= 0:
             raise ValueError("interval seconds must be positive")
         self._clock = clock
         self._seconds = seconds
-        self._start = clock()
+        now = clock()
+        # Aligned to multiples of ``seconds`` on a wall clock, every replica of a fleet closes its
+        # intervals together and computes its probability from the same fleet figures.
+        self._start = now - now % seconds if aligned else now
 
     @property
     def seconds(self) -> float:
@@ -98,6 +115,13 @@ class TokenBucket:
         self._refill()
         return self._tokens >= 1.0 - _EPSILON
 
+    def resize(self, rate: float, burst: float) -> None:
+        """New refill rate and capacity from now on (tokens held are kept, up to the new capacity)."""
+        self._refill()
+        self._rate = rate
+        self._burst = burst
+        self._tokens = min(self._tokens, burst)
+
     def take(self) -> None:
         """Take one token (callers check :meth:`available` first)."""
         self._refill()
@@ -124,13 +148,19 @@ class ThinnedLimiter:
         adjust_seconds: float,
         smoothing: float,
         on_change: Callable[[float], None] | None = None,
+        shared: SharedTraffic | None = None,
+        node: str = "",
     ) -> None:
         self._rate = rate
+        self._burst = burst
         self._target = target_utilisation
         self._bucket = TokenBucket(clock, rate, burst)
-        self._intervals = Intervals(clock, adjust_seconds)
+        self._intervals = Intervals(clock, adjust_seconds, aligned=shared is not None)
         self._arrivals = EwmaCounter(smoothing)
         self._on_change = on_change
+        self._shared = shared
+        self._node = node
+        self._share = 1.0
         # No traffic seen yet: keep everything and let the bucket cap the first interval.
         self.probability = 1.0
 
@@ -142,11 +172,21 @@ class ThinnedLimiter:
 
     def available(self) -> bool:
         """Whether the hard cap has room for one more conversation now."""
+        self._follow_share()
         return self._bucket.available()
 
     def take(self) -> None:
         """Spend one admission."""
         self._bucket.take()
+
+    def _follow_share(self) -> None:
+        # In a fleet the cap is the fleet's: this replica's bucket refills at its share of it.
+        if self._shared is None:
+            return
+        share = self._shared.share()
+        if share != self._share:
+            self._share = share
+            self._bucket.resize(self._rate * share, max(1.0, self._burst * share))
 
     def _adjust(self) -> None:
         closed = self._intervals.closed()
@@ -154,6 +194,10 @@ class ThinnedLimiter:
             return
         self._arrivals.close(closed)
         per_second = (self._arrivals.value or 0.0) / self._intervals.seconds
+        if self._shared is not None:
+            fleet = self._shared.arrival_rate(self._node, self._intervals.seconds)
+            if fleet is not None:
+                per_second = fleet
         wanted = self._target * self._rate
         self.probability = 1.0 if per_second <= wanted else wanted / per_second
         if self._on_change is not None:

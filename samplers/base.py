@@ -79,10 +79,26 @@ class Plan:
     children: tuple["Plan", ...] = ()
     stratum: str | None = None
     """Stratum the conversation fell in (stratified policies), kept for ``admit``."""
+    capped: bool = False
+    """Whether a hard cap can shed a conversation this plan selects (rate limits, budgets)."""
+    cell: str = ""
+    """Post-stratification cell: the node whose probability decided (``policy[:stratum]``);
+    empty means this node's own name (see :meth:`cell_name`)."""
 
     def selects(self, u: float) -> bool:
         """Whether the shared uniform selects this node."""
         return u < self.probability
+
+    def cell_name(self) -> str:
+        """The node that decides this plan's probability and caps, as ``policy[:stratum]``."""
+        if self.cell:
+            return self.cell
+        return f"{self.policy}:{self.stratum}" if self.stratum else self.policy
+
+    def nodes(self) -> list[str]:
+        """Every node of the plan tree as ``policy[:stratum]`` (the arrivals each one saw)."""
+        own = f"{self.policy}:{self.stratum}" if self.stratum else self.policy
+        return [own, *(name for child in self.children for name in child.nodes())]
 
 
 class Policy(Protocol):
@@ -113,10 +129,11 @@ class Policy(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SamplingResult:
-    """A decision plus its outcome (``sampled`` | ``not_sampled`` | ``shed``)."""
+    """A decision plus its outcome (``sampled`` | ``not_sampled`` | ``shed``) and the plan it came from."""
 
     decision: SamplingDecision
     outcome: str
+    plan: Plan | None = None
 
 
 class OutcomeSampler(Protocol):
@@ -165,15 +182,17 @@ class PolicySampler:
         """
         plan = self._root.plan(turn, signals)
         u = uniform(self._salt, conversation_key(turn))
+        # Only a capped plan can shed, so only its weight may need post-stratifying (samplers.weighting).
+        cell = plan.cell_name() if plan.capped else None
         if not plan.selects(u):
-            result = SamplingResult(SamplingDecision(False, self.name, plan.probability), "not_sampled")
+            result = SamplingResult(SamplingDecision(False, self.name, plan.probability, cell), "not_sampled", plan)
         else:
             shedder = self._root.shedder(plan, turn, u)
             if shedder is not None:
-                result = SamplingResult(SamplingDecision(False, shedder, plan.probability), "shed")
+                result = SamplingResult(SamplingDecision(False, shedder, plan.probability, cell), "shed", plan)
             else:
                 credited = self._root.admit(plan, turn, u)
-                result = SamplingResult(SamplingDecision(True, credited, plan.probability), "sampled")
+                result = SamplingResult(SamplingDecision(True, credited, plan.probability, cell), "sampled", plan)
         self._telemetry.decision(result.decision.policy, result.outcome)
         return result
 

@@ -51,7 +51,12 @@ class CompositePolicy:
         """Plan every child (adaptive ones see all traffic); combine by max or min."""
         plans = tuple(child.plan(turn, signals) for child in self._children)
         combine = max if self.mode == "first_match" else min
-        return Plan(self.name, combine(p.probability for p in plans), plans)
+        probability = combine(p.probability for p in plans)
+        # The first child at the combined probability decides the cell. first_match: what it selects
+        # is kept whenever it is uncapped. all_of: any child's cap can shed.
+        decider = next(p for p in plans if p.probability == probability)
+        capped = decider.capped if self.mode == "first_match" else any(p.capped for p in plans)
+        return Plan(self.name, probability, plans, capped=capped, cell=decider.cell_name())
 
     def shedder(self, plan: Plan, turn: Turn, u: float) -> str | None:
         """``first_match``: None if some selecting child has room; else the first refusal.

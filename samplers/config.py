@@ -245,6 +245,10 @@ class SamplingConfig(_Strict):
     policies: list[PolicyConfig] = Field(default_factory=default_policies, min_length=1)
     max_conversations: Annotated[int, Field(ge=1)] = 100_000
     """Bound of the stage's per-conversation decision cache (oldest evicted first)."""
+    weight_interval_seconds: Annotated[float, Field(ge=1.0, le=300.0, allow_inf_nan=False)] = 5.0
+    """Post-stratification interval (``samplers.weighting``): where a hard cap shed conversations, the
+    kept ones of the interval weigh (1/p) x selected / kept. A result of a capped policy waits for its
+    interval to close (in a fleet, plus a second or two) before it is exported with that weight."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> "SamplingConfig":

@@ -24,7 +24,10 @@ Two mechanisms, on purpose:
 Shed conversations were drawn with ``p`` but not evaluated, so the estimate is biased while
 shedding lasts; they are counted separately so that this is visible.
 
-With several replicas each gets ``tokens_per_minute / replicas`` (``replicas`` in the config).
+With several replicas and no fleet, each gets ``tokens_per_minute / replicas`` (``replicas`` in the
+config). In a fleet (``fleet.redis_url``) the budget is the fleet's: the probability is computed
+from the fleet's arrivals, the hard cap is this replica's share of the budget (1 / the fleet's
+size), and ``replicas`` is ignored (deprecated).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Callable
 
 from monitor.model import Turn
 
-from samplers.adaptive import EwmaCounter, Intervals, LengthTracker
+from samplers.adaptive import EwmaCounter, Intervals, LengthTracker, SharedTraffic
 from samplers.base import Clock, Plan, Signals
 
 __all__ = ["BUDGET_WINDOW_SECONDS", "JudgeBudgetPolicy"]
@@ -61,15 +64,18 @@ class JudgeBudgetPolicy:
         conversation_idle_seconds: float = 300.0,
         max_tracked_conversations: int = 10_000,
         on_change: Callable[[float], None] | None = None,
+        shared: SharedTraffic | None = None,
     ) -> None:
         if tokens_per_minute <= 0:
             raise ValueError("tokens_per_minute must be positive")
         self.name = name
         self._clock = clock
+        self._fleet_budget = tokens_per_minute
         self._budget = tokens_per_minute
         self._target = target_utilisation
         self._on_change = on_change
-        self._intervals = Intervals(clock, adjust_seconds)
+        self._shared = shared
+        self._intervals = Intervals(clock, adjust_seconds, aligned=shared is not None)
         self._arrivals = EwmaCounter(smoothing)
         # Costs and lengths change slowly and are noisy per interval (few judged turns, few
         # finished conversations), so they are smoothed over ``learning_seconds``; arrivals
@@ -120,10 +126,13 @@ class JudgeBudgetPolicy:
         """Record the arrival; return the probability fixed at the last adjustment."""
         self._adjust()
         self._arrivals.add()
-        return Plan(self.name, self.probability)
+        return Plan(self.name, self.probability, capped=True)
 
     def shedder(self, plan: Plan, turn: Turn, u: float) -> str | None:
-        """This policy when reserving the expected cost would overflow the window."""
+        """This policy when reserving the expected cost would overflow the window (in a fleet: this
+        replica's share of the fleet's budget; the judge client's fleet-wide limiter is exact)."""
+        if self._shared is not None:
+            self._budget = self._fleet_budget * self._shared.share()
         if self.reserved() + self.expected_cost() > self._budget * (1.0 + 1e-12):
             return self.name
         return None
@@ -172,8 +181,12 @@ class JudgeBudgetPolicy:
         for counter in self._tokens.values():
             counter.close(closed)
         per_minute = (self._arrivals.value or 0.0) * BUDGET_WINDOW_SECONDS / self._intervals.seconds
+        if self._shared is not None:
+            fleet = self._shared.arrival_rate(self.name, self._intervals.seconds)
+            if fleet is not None:
+                per_minute = fleet * BUDGET_WINDOW_SECONDS
         demand = per_minute * self.expected_cost()
-        wanted = self._target * self._budget
+        wanted = self._target * self._fleet_budget
         self.probability = 1.0 if demand <= wanted else wanted / demand
         if self._on_change is not None:
             self._on_change(self.probability)

@@ -31,7 +31,7 @@ class RateLimitPolicy:
 
     def plan(self, turn: Turn, signals: Signals) -> Plan:
         """Record the arrival and return the current thinning probability."""
-        return Plan(self.name, self._limiter.arrive())
+        return Plan(self.name, self._limiter.arrive(), capped=True)
 
     def shedder(self, plan: Plan, turn: Turn, u: float) -> str | None:
         """This policy when the bucket is empty."""

@@ -10,12 +10,14 @@ policies gives the same answer and for adaptive ones may not.
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import replace
 
 from monitor.model import SamplingDecision, Turn
 
-from samplers.base import NO_SIGNALS, OutcomeSampler, Signals, conversation_key
+from samplers.base import NO_SIGNALS, OutcomeSampler, SamplingResult, Signals, conversation_key
 from samplers.feedback import forward_turn, forward_usage
 from samplers.telemetry import NullSamplingTelemetry, SamplingTelemetry
+from samplers.weighting import LOCAL, CellLedger
 
 __all__ = ["SamplingStage"]
 
@@ -29,6 +31,7 @@ class SamplingStage:
         *,
         max_conversations: int = 100_000,
         telemetry: SamplingTelemetry | None = None,
+        ledger: CellLedger | None = None,
     ) -> None:
         if max_conversations < 1:
             raise ValueError("max_conversations must be at least 1")
@@ -38,6 +41,8 @@ class SamplingStage:
         self._decisions: OrderedDict[str, SamplingDecision] = OrderedDict()
         self.evicted = 0
         """Decisions evicted so far (also reported to telemetry)."""
+        self.ledger = ledger
+        """Post-stratification counts of this process (``samplers.weighting``); None: weights stay 1/p."""
 
     def __len__(self) -> int:
         return len(self._decisions)
@@ -53,14 +58,34 @@ class SamplingStage:
             self._decisions.move_to_end(key)
             forward_turn(self._sampler, key, first=False, sampled=cached.sampled)
             return cached
-        decision = self._sampler.draw(turn, signals).decision
+        result = self.draw(turn, signals)
+        decision = result.decision
+        if decision.cell is not None and self.ledger is not None:
+            decision = replace(decision, cell=self.ledger.name(decision.cell, decision.probability, LOCAL))
+            self.ledger.record(decision.cell or "", result.outcome)
+        else:
+            decision = replace(decision, cell=None)
+        self._remember(key, decision)
+        forward_turn(self._sampler, key, first=True, sampled=decision.sampled)
+        return decision
+
+    def draw(self, turn: Turn, signals: Signals = NO_SIGNALS) -> SamplingResult:
+        """A fresh draw for ``turn``'s conversation, not cached and not counted in the ledger (the
+        fleet decider proposes it to the fleet first, see ``monitor.fleet.decisions``)."""
+        return self._sampler.draw(turn, signals)
+
+    def adopt(self, conversation_id: str, decision: SamplingDecision, *, first: bool) -> None:
+        """Cache a decision taken elsewhere (the fleet's, or a draw this stage made and the fleet kept)."""
+        self._remember(conversation_id, decision)
+        forward_turn(self._sampler, conversation_id, first=first, sampled=decision.sampled)
+
+    def _remember(self, key: str, decision: SamplingDecision) -> None:
         self._decisions[key] = decision
+        self._decisions.move_to_end(key)
         if len(self._decisions) > self._max:
             self._decisions.popitem(last=False)
             self.evicted += 1
             self._telemetry.cache_evicted(1)
-        forward_turn(self._sampler, key, first=True, sampled=decision.sampled)
-        return decision
 
     def cached(self, conversation_id: str) -> SamplingDecision | None:
         """The cached decision, without touching recency."""

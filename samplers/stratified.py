@@ -79,7 +79,7 @@ class StratifiedQuotaPolicy:
         stratum = stratum_of(self._field, turn, signals, self._limiters)
         limiter = self._limiters.get(stratum)
         probability = limiter.arrive() if limiter is not None else 0.0
-        return Plan(self.name, probability, stratum=stratum)
+        return Plan(self.name, probability, stratum=stratum, capped=limiter is not None)
 
     def shedder(self, plan: Plan, turn: Turn, u: float) -> str | None:
         """This policy when the stratum's bucket is empty."""
