@@ -27,28 +27,29 @@ checkpoint interval and ``journal_size_limit``, so the files together stay near 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import os
+import re
 import sqlite3
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import StoreConfig
-from exporters.store_schema import (INSERT_RESULT, INSERT_SCORE, MIGRATIONS, SCHEMA_VERSION, SCORE_COLUMNS,
-                                    result_values, score_values)
+from exporters import store_queries
+from exporters.store_queries import MAX_QUERY_ROWS, MAX_REFILL_ROWS, ScoreRow, StoredEvaluation
+from exporters.store_schema import INSERT_RESULT, INSERT_SCORE, MIGRATIONS, SCHEMA_VERSION, result_values, score_values
 from exporters.turn_queries import OutcomeReason, StoredTurn, outcome_reasons, worst_turns
 from monitor.model import EvaluationResult, SamplingDecision, Turn
 from monitor.telemetry import BACKLOG, Telemetry, counter
 from monitor.turn_codec import decode_pending, encode_pending
 
-__all__ = ["STORE_WRITE_FAILURES", "StoredEvaluation", "ResultStore", "StoreOpenError", "HIGHER_IS_WORSE"]
+__all__ = ["STORE_WRITE_FAILURES", "STORE_DUPLICATE_RESULTS", "StoredEvaluation", "ResultStore", "StoreOpenError",
+           "HIGHER_IS_WORSE", "MAX_QUERY_ROWS", "MAX_REFILL_ROWS"]
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,6 @@ log = logging.getLogger(__name__)
 HIGHER_IS_WORSE = frozenset({"hate_unfairness", "sexual", "violence", "self_harm", "jailbreak",
                              "local_jailbreak_attempt", "local_offensive_language", "local_system_prompt_leak"})
 
-MAX_QUERY_ROWS = 1000
-MAX_REFILL_ROWS = 1_000_000
 _DELETE_CHUNK = 5000
 _SIZE_TARGET = 0.9
 
@@ -66,63 +65,15 @@ _SIZE_TARGET = 0.9
 STORE_WRITE_FAILURES = counter(
     "rag_monitor_store_write_failures_total",
     "Results lost because the result store could not write them (disk full, I/O error).")
+STORE_DUPLICATE_RESULTS = counter(
+    "rag_monitor_store_duplicate_results_total",
+    "Results not stored because the store already held one for the same trace (the turn was evaluated "
+    "again: after a crash, a retried write or a backlog hand-over between replicas).")
 
 
 class StoreOpenError(OSError):
     """The database cannot be opened or created; the message names ``exporters.store.path``.
     An ``OSError`` so that ``rag-monitor serve`` reports it as a start failure."""
-
-
-@dataclass(frozen=True, slots=True)
-class StoredEvaluation:
-    """One stored score with its result's turn fields (one row per result and metric)."""
-
-    id: int
-    timestamp: float
-    metric: str
-    outcome: str
-    value: float | None
-    scale: tuple[float, float]
-    label: str | None
-    reason: str | None
-    status: str
-    error_type: str | None
-    weight: float
-    sampling_policy: str
-    trace_id: str
-    span_id: str | None
-    conversation_id: str
-    service: str
-    labels: dict[str, str]
-    question: str
-    answer: str
-    turn_start_unix_nano: int
-
-
-_SCORE_NAMES = frozenset(c.name for c in SCORE_COLUMNS)
-
-
-def _select_list() -> str:
-    # Each StoredEvaluation field is read from the column of the same name (the score's when
-    # both tables have one); the scale is its two columns.
-    parts = []
-    for f in fields(StoredEvaluation):
-        if f.name == "scale":
-            parts += ["s.scale_low", "s.scale_high"]
-        else:
-            parts.append(f"{'s' if f.name in _SCORE_NAMES else 'r'}.{f.name}")
-    return ", ".join(parts)
-
-
-_SELECT = f"SELECT {_select_list()} FROM scores s JOIN results r ON r.id = s.result_id"
-
-
-def _stored(row: sqlite3.Row) -> StoredEvaluation:
-    values = dict(zip(row.keys(), row))
-    values["scale"] = (values.pop("scale_low"), values.pop("scale_high"))
-    labels = json.loads(values["labels"])
-    values["labels"] = labels if isinstance(labels, dict) else {}
-    return StoredEvaluation(**values)
 
 
 def _open_database(path: str, max_bytes: int) -> sqlite3.Connection:
@@ -162,6 +113,18 @@ def _open_database(path: str, max_bytes: int) -> sqlite3.Connection:
     return conn
 
 
+_ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
+
+
+def _has_column(conn: sqlite3.Connection, statement: str) -> bool:
+    """True for an ``ADD COLUMN`` of a column the table has (SQLite has no ``IF NOT EXISTS`` there)."""
+    found = _ADD_COLUMN.match(statement)
+    if found is None:
+        return False
+    table, column = found.groups()
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
+
+
 def _migrate(conn: sqlite3.Connection, path: str) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version == SCHEMA_VERSION:
@@ -172,7 +135,8 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         for statement in MIGRATIONS[version]:
-            conn.execute(statement)
+            if not _has_column(conn, statement):
+                conn.execute(statement)
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
@@ -195,19 +159,26 @@ def _apply_pending(conn: sqlite3.Connection, ops: Sequence[PendingOp]) -> None:
 
 
 def _insert_batch(conn: sqlite3.Connection, batch: Sequence[tuple[float, EvaluationResult]], max_chars: int,
-                  pending: Sequence[PendingOp] = ()) -> None:
+                  pending: Sequence[PendingOp] = ()) -> int:
     """Insert ``batch`` in one transaction (all of it or none), with the backlog operations made
-    before it; a stored result's turn leaves the backlog in the same transaction."""
+    before it; a stored result's turn leaves the backlog in the same transaction. Returns the
+    results skipped because their trace already had one (exactly once: the first write stays)."""
+    duplicates = 0
     conn.execute("BEGIN IMMEDIATE")
     try:
         _apply_pending(conn, pending)
         conn.executemany("DELETE FROM pending WHERE trace_id = ?", [(r.turn.trace_id,) for _, r in batch])
         for timestamp, result in batch:
-            result_id = conn.execute(INSERT_RESULT, result_values(timestamp, result, max_chars)).lastrowid
+            cursor = conn.execute(INSERT_RESULT, result_values(timestamp, result, max_chars))
+            if cursor.rowcount == 0:  # ON CONFLICT DO NOTHING: the trace's result is already stored
+                duplicates += 1
+                continue
+            result_id = cursor.lastrowid
             assert result_id is not None  # an INSERT into a rowid table always sets it
             conn.executemany(INSERT_SCORE, [score_values(result_id, timestamp, score, max_chars)
                                             for score in result.scores])
         conn.execute("COMMIT")
+        return duplicates
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -263,7 +234,8 @@ class ResultStore(BatchWriter):
     """``Component`` + ``ResultConsumer``: keeps evaluation results in SQLite (see module doc).
 
     ``higher_is_worse`` names the metrics whose value grows with risk (it orders
-    :meth:`worst_recent`); queries raise ``RuntimeError`` while the store is not running.
+    :meth:`worst_recent`); queries raise ``RuntimeError`` while the store is not running. The
+    database file is ``config.sqlite_path`` (``path``, or a ``sqlite:///`` URL).
     """
 
     def __init__(self, config: StoreConfig, telemetry: Telemetry, clock: Callable[[], float] = time.time, *,
@@ -298,7 +270,7 @@ class ResultStore(BatchWriter):
         writer_pool = ThreadPoolExecutor(1, thread_name_prefix="rag-monitor-store-write")
         reader_pool = ThreadPoolExecutor(1, thread_name_prefix="rag-monitor-store-read")
         try:
-            self._writer = await loop.run_in_executor(writer_pool, _open_database, cfg.path, cfg.max_bytes)
+            self._writer = await loop.run_in_executor(writer_pool, _open_database, cfg.sqlite_path, cfg.max_bytes)
             await loop.run_in_executor(writer_pool, self._retention)
             self._reader = await loop.run_in_executor(reader_pool, self._open_reader)
         except BaseException:
@@ -346,7 +318,7 @@ class ResultStore(BatchWriter):
             await self._in_writer(self._write_pending, ops)
         except Exception as exc:
             self._telemetry.add(BACKLOG, sum(1 for op in ops if op[0] == "add"), event="not_persisted")
-            log.error("result store: writing the evaluation backlog to %s failed: %s", self._config.path, exc)
+            log.error("result store: writing the evaluation backlog to %s failed: %s", self._config.sqlite_path, exc)
 
     def _write_pending(self, ops: Sequence[PendingOp]) -> None:
         assert self._writer is not None
@@ -360,17 +332,22 @@ class ResultStore(BatchWriter):
             raise
 
     async def backlog_size(self) -> int:
-        rows = await self._query("SELECT count(*) FROM pending", ())
+        rows = await self._fetch("SELECT count(*) FROM pending", ())
         return int(rows[0][0])
 
     async def backlog_ceiling(self) -> int:
-        rows = await self._query("SELECT coalesce(max(seq), 0) FROM pending", ())
+        rows = await self._fetch("SELECT coalesce(max(seq), 0) FROM pending", ())
         return int(rows[0][0])
+
+    async def claim_expired(self, limit: int) -> list[tuple[int, Turn, SamplingDecision]]:
+        """Backlog rows of dead replicas: none here, one process owns the file (see
+        ``exporters.store_postgres.PostgresStore.claim_expired`` for a fleet)."""
+        return []
 
     async def load_backlog(self, after_seq: int, limit: int) -> list[tuple[int, Turn, SamplingDecision]]:
         """Up to ``limit`` backlog turns with a sequence number above ``after_seq``, oldest first.
         A payload that cannot be read is counted (``invalid``) and removed."""
-        rows = await self._query("SELECT seq, trace_id, payload FROM pending WHERE seq > ? ORDER BY seq LIMIT ?",
+        rows = await self._fetch("SELECT seq, trace_id, payload FROM pending WHERE seq > ? ORDER BY seq LIMIT ?",
                                  (after_seq, max(0, limit)))
         out: list[tuple[int, Turn, SamplingDecision]] = []
         for seq, trace_id, payload in rows:
@@ -385,10 +362,9 @@ class ResultStore(BatchWriter):
         return out
 
     def _open_reader(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self._config.path, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(self._config.sqlite_path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=5000")
         conn.execute("PRAGMA query_only=ON")
-        conn.row_factory = sqlite3.Row  # reads map columns to record fields by name
         return conn
 
     async def shutdown(self, deadline: float) -> None:
@@ -426,7 +402,7 @@ class ResultStore(BatchWriter):
     async def _write_batch(self, batch: Batch) -> None:
         pending = self._take_pending()
         try:
-            await self._in_writer(self._write_and_trim, batch, pending)
+            duplicates = await self._in_writer(self._write_and_trim, batch, pending)
         except Exception as exc:  # disk full, I/O error, a bad value: count it, never stop the writer
             self._telemetry.add(STORE_WRITE_FAILURES, len(batch))
             adds = sum(1 for op in pending if op[0] == "add")
@@ -436,19 +412,23 @@ class ResultStore(BatchWriter):
             if not self._failing:  # once per burst, not per batch
                 self._failing = True
                 log.error("result store: writing to %s failed (%s); results are lost until it recovers",
-                          self._config.path, exc)
+                          self._config.sqlite_path, exc)
             return
+        if duplicates:
+            self._telemetry.add(STORE_DUPLICATE_RESULTS, duplicates)
         if self._failing:
             log.warning("result store: writes recovered after %d lost results", self._lost_in_burst)
             self._failing, self._lost_in_burst = False, 0
 
-    def _write_and_trim(self, batch: Sequence[tuple[float, EvaluationResult]], pending: Sequence[PendingOp] = ()) -> None:
+    def _write_and_trim(self, batch: Sequence[tuple[float, EvaluationResult]],
+                        pending: Sequence[PendingOp] = ()) -> int:
         assert self._writer is not None
-        _insert_batch(self._writer, batch, self._config.max_text_chars, pending)
+        duplicates = _insert_batch(self._writer, batch, self._config.max_text_chars, pending)
         try:
             _enforce_size(self._writer, self._config.max_bytes)
         except sqlite3.Error as exc:  # the batch is committed; trimming retries after the next one
             log.warning("result store: size retention failed: %s", exc)
+        return duplicates
 
     def _retention(self) -> None:
         assert self._writer is not None
@@ -465,26 +445,19 @@ class ResultStore(BatchWriter):
     async def _in_writer(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._writer_pool, fn, *args)
 
-    async def _query(self, sql: str, params: Sequence[Any]) -> list[Any]:
+    async def _fetch(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
+        """Run one read on the reader thread (``store_queries.Fetch``)."""
         reader, pool = self._reader, self._reader_pool
         if reader is None or pool is None:
             raise RuntimeError("the result store is not running")
-        return await asyncio.get_running_loop().run_in_executor(
+        rows: list[Sequence[Any]] = await asyncio.get_running_loop().run_in_executor(
             pool, lambda: reader.execute(sql, params).fetchall())
+        return rows
 
     async def evaluations(self, *, metric: str | None = None, outcome: str | None = None,
                           since: float | None = None, limit: int = 100) -> list[StoredEvaluation]:
         """Stored scores matching every given filter, newest first; at most ``limit`` (≤ 1000)."""
-        where: list[str] = []
-        params: list[Any] = []
-        for clause, value in (("s.metric = ?", metric), ("s.outcome = ?", outcome), ("s.timestamp >= ?", since)):
-            if value is not None:
-                where.append(clause)
-                params.append(value)
-        sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY s.timestamp DESC, s.id DESC LIMIT ?"
-        rows = await self._query(sql, [*params, max(0, min(limit, MAX_QUERY_ROWS))])
-        return [_stored(r) for r in rows]
+        return await store_queries.evaluations(self._fetch, metric=metric, outcome=outcome, since=since, limit=limit)
 
     async def worst_recent(self, *, since: float, limit: int = 20) -> list[StoredEvaluation]:
         """The worst scored (status ``ok``) evaluations since ``since``.
@@ -494,42 +467,29 @@ class ResultStore(BatchWriter):
         the metrics where higher is worse (severities, risk flags), so a severity 7 ranks like a
         groundedness 1; a degenerate scale ranks last; ties newest first.
         """
-        risk = ", ".join("?" * len(self._risk_metrics)) or "NULL"
-        sql = (_SELECT + " WHERE s.timestamp >= ? AND s.status = 'ok' ORDER BY s.outcome = 'defect' DESC, "
-               "CASE WHEN s.scale_high > s.scale_low THEN "
-               f"(CASE WHEN s.metric IN ({risk}) THEN s.scale_high - s.value ELSE s.value - s.scale_low END) "
-               "/ (s.scale_high - s.scale_low) END ASC NULLS LAST, s.timestamp DESC, s.id DESC LIMIT ?")
-        rows = await self._query(sql, [since, *self._risk_metrics, max(0, min(limit, MAX_QUERY_ROWS))])
-        return [_stored(r) for r in rows]
+        return await store_queries.worst_recent(self._fetch, since=since, limit=limit, risk=self._risk_metrics)
 
     async def worst_turns(self, *, since: float, metric: str | None = None, limit: int = 20) -> list[StoredTurn]:
         """The worst turns since ``since`` (of ``metric`` when given), one entry per turn with all
         its scores and documents (``exporters.turn_queries.worst_turns``); at most ``limit``."""
-        reader, pool = self._reader, self._reader_pool
-        if reader is None or pool is None:
-            raise RuntimeError("the result store is not running")
-        limit = max(0, min(limit, MAX_QUERY_ROWS))
-        return await asyncio.get_running_loop().run_in_executor(
-            pool, lambda: worst_turns(reader, since=since, metric=metric, limit=limit, risk=self._risk_metrics))
+        return await worst_turns(self._fetch, since=since, metric=metric, limit=max(0, min(limit, MAX_QUERY_ROWS)),
+                                 risk=self._risk_metrics)
 
     async def outcome_reasons(self, *, since: float) -> list[OutcomeReason]:
         """Skipped and failed evaluations since ``since`` by metric and cause."""
-        reader, pool = self._reader, self._reader_pool
-        if reader is None or pool is None:
-            raise RuntimeError("the result store is not running")
-        return await asyncio.get_running_loop().run_in_executor(pool, lambda: outcome_reasons(reader, since=since))
+        return await outcome_reasons(self._fetch, since=since)
 
     async def scores_since(self, since: float) -> list[tuple[float, str, str, str, float, float | None]]:
         """``(timestamp, metric, service, outcome, weight, value)`` of every score since ``since``,
         oldest first. Past 1,000,000 rows the newest million (what short windows need most)."""
-        rows = await self._query(
-            "SELECT s.timestamp, s.metric, r.service, s.outcome, r.weight, s.value FROM scores s "
-            "JOIN results r ON r.id = s.result_id WHERE s.timestamp >= ? "
-            "ORDER BY s.timestamp DESC, s.id DESC LIMIT ?", (since, MAX_REFILL_ROWS))
-        rows.reverse()
-        return [tuple(r) for r in rows]
+        return await store_queries.scores_since(self._fetch, since)
+
+    async def scores_after(self, after_id: int, limit: int) -> list[ScoreRow]:
+        """``(score id, timestamp, metric, service, outcome, weight, value)`` of the scores with an
+        id above ``after_id``, in id order, at most ``limit``: a reader that keeps the last id it
+        saw reads every score once."""
+        return await store_queries.scores_after(self._fetch, after_id, limit)
 
     async def count(self) -> int:
         """Number of stored score rows."""
-        rows = await self._query("SELECT count(*) FROM scores", ())
-        return int(rows[0][0])
+        return await store_queries.count(self._fetch)

@@ -4,21 +4,22 @@ retrieved documents, and why evaluations were skipped or failed.
 ``/api/worst`` lists scores, so one bad turn judged on eight metrics fills eight of its slots and
 a noisy metric crowds out the others. An on-call engineer wants turns: one entry per turn, its
 failing metrics together, the documents the answer was built from, optionally restricted to the
-metric being investigated. These are plain functions over a read-only SQLite connection; the
-store runs them on its reader thread.
+metric being investigated. These are plain functions over a :data:`Fetch` (run one query off the
+event loop, return its rows), written once for both stores: the SQL uses ``?`` placeholders and
+only what SQLite and PostgreSQL share (no boolean aggregates), and the PostgreSQL store converts
+the placeholders.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from dataclasses import dataclass, fields
-from typing import Any, Collection, Sequence
+from typing import Any, Awaitable, Callable, Collection, Sequence
 
 from monitor.model import Document
 
-__all__ = ["StoredScore", "StoredDocument", "StoredTurn", "OutcomeReason", "encode_documents", "worst_turns",
+__all__ = ["Fetch", "goodness", "StoredScore", "StoredDocument", "StoredTurn", "OutcomeReason", "encode_documents", "worst_turns",
            "outcome_reasons", "MAX_STORED_DOCUMENTS", "MAX_DOCUMENT_CHARS"]
 
 MAX_STORED_DOCUMENTS = 10
@@ -26,6 +27,9 @@ MAX_STORED_DOCUMENTS = 10
 MAX_DOCUMENT_CHARS = 1000
 """Characters kept per document (``exporters.store.max_text_chars`` when smaller)."""
 _MAX_REASON_ROWS = 500
+
+Fetch = Callable[[str, Sequence[Any]], Awaitable[list[Sequence[Any]]]]
+"""Run one query with ``?`` placeholders off the event loop; its rows as sequences."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,73 +115,75 @@ def _documents(text: str | None) -> tuple[StoredDocument, ...]:
     return tuple(out)
 
 
-def _columns(record: type, renamed: dict[str, str]) -> str:
+def _columns(record: type, renamed: dict[str, str]) -> list[str]:
     # The columns named like the record's fields (``renamed`` maps a field to its column(s)).
-    out = []
+    out: list[str] = []
     for f in fields(record):
         if f.name in renamed:
             if renamed[f.name]:
-                out.append(renamed[f.name])
+                out.extend(renamed[f.name].split(", "))
         else:
             out.append(f.name)
-    return ", ".join(out)
+    return out
 
 
-_TURN_COLUMNS = _columns(StoredTurn, {"result_id": "id", "scores": ""})
-_SCORE_COLUMNS = ", ".join("s." + c for c in _columns(StoredScore, {"scale": "scale_low, scale_high"}).split(", "))
+_TURN_NAMES = _columns(StoredTurn, {"result_id": "id", "scores": ""})
+_SCORE_NAMES = _columns(StoredScore, {"scale": "scale_low, scale_high"})
+_TURN_COLUMNS = ", ".join(_TURN_NAMES)
+_SCORE_COLUMNS = ", ".join("s." + c for c in _SCORE_NAMES)
 
 
-def _named_rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
-
-
-def _goodness(risk: Sequence[str]) -> str:
-    """SQL: a score's position on its scale, 0 = worst, flipped for higher-is-worse metrics."""
+def goodness(risk: Sequence[str]) -> tuple[str, list[str]]:
+    """SQL and its parameters: a score's position on its scale, 0 = worst, flipped for the
+    higher-is-worse metrics ``risk``; NULL for a degenerate scale."""
     marks = ", ".join("?" * len(risk)) or "NULL"
     return ("CASE WHEN s.scale_high > s.scale_low THEN "
             f"(CASE WHEN s.metric IN ({marks}) THEN s.scale_high - s.value ELSE s.value - s.scale_low END) "
-            "/ (s.scale_high - s.scale_low) END")
+            "/ (s.scale_high - s.scale_low) END"), list(risk)
 
 
-def _ranked_ids(conn: sqlite3.Connection, since: float, metric: str | None, limit: int,
-                risk: Sequence[str]) -> list[int]:
+_DEFECT = "CASE WHEN s.outcome = 'defect' THEN 1 ELSE 0 END"
+
+
+async def _ranked_ids(fetch: Fetch, since: float, metric: str | None, limit: int, risk: Sequence[str]) -> list[int]:
     # Rank turns by their scored evaluations (of ``metric`` only, when given): a defect first,
     # then the lowest goodness, then more defects, then the newest.
+    good, good_params = goodness(risk)
     where = "s.timestamp >= ? AND s.status = 'ok'" + (" AND s.metric = ?" if metric else "")
-    sql = (f"SELECT s.result_id, MAX(s.outcome = 'defect') AS bad, MIN({_goodness(risk)}) AS worst, "
-           "SUM(s.outcome = 'defect') AS defects, MAX(s.timestamp) AS ts FROM scores s "
+    sql = (f"SELECT s.result_id, MAX({_DEFECT}) AS bad, MIN({good}) AS worst, "
+           f"SUM({_DEFECT}) AS defects, MAX(s.timestamp) AS ts FROM scores s "
            f"WHERE {where} GROUP BY s.result_id "
            "ORDER BY bad DESC, worst ASC NULLS LAST, defects DESC, ts DESC, s.result_id DESC LIMIT ?")
-    params: list[Any] = [*risk, since, *([metric] if metric else []), limit]
-    return [int(r[0]) for r in conn.execute(sql, params).fetchall()]
+    params: list[Any] = [*good_params, since, *([metric] if metric else []), limit]
+    return [int(r[0]) for r in await fetch(sql, params)]
 
 
-def worst_turns(conn: sqlite3.Connection, *, since: float, metric: str | None, limit: int,
-                risk: Collection[str]) -> list[StoredTurn]:
+async def worst_turns(fetch: Fetch, *, since: float, metric: str | None, limit: int,
+                      risk: Collection[str]) -> list[StoredTurn]:
     """The worst turns evaluated since ``since`` (see :func:`_ranked_ids`), each with all its
     scores (defects first, then worst goodness) and documents."""
     risk_list = tuple(sorted(risk))
-    ids = _ranked_ids(conn, since, metric, limit, risk_list)
+    ids = await _ranked_ids(fetch, since, metric, limit, risk_list)
     if not ids:
         return []
     marks = ", ".join("?" * len(ids))
-    results = {r["id"]: r for r in _named_rows(conn.execute(
+    results = {r["id"]: r for r in (dict(zip(_TURN_NAMES, row)) for row in await fetch(
         f"SELECT {_TURN_COLUMNS} FROM results WHERE id IN ({marks})", ids))}
+    good, good_params = goodness(risk_list)
     scores: dict[int, list[StoredScore]] = {}
-    for r in _named_rows(conn.execute(
+    for row in await fetch(
             f"SELECT s.result_id, {_SCORE_COLUMNS} FROM scores s WHERE s.result_id IN ({marks}) "
-            f"ORDER BY s.outcome = 'defect' DESC, s.status = 'ok' DESC, {_goodness(risk_list)} ASC, s.metric",
-            [*ids, *risk_list])):
-        rid = r.pop("result_id")
+            f"ORDER BY {_DEFECT} DESC, CASE WHEN s.status = 'ok' THEN 1 ELSE 0 END DESC, {good} ASC NULLS FIRST, s.metric",
+            [*ids, *good_params]):
+        r = dict(zip(_SCORE_NAMES, row[1:]))
         r["scale"] = (r.pop("scale_low"), r.pop("scale_high"))
-        scores.setdefault(rid, []).append(StoredScore(**r))
+        scores.setdefault(int(row[0]), []).append(StoredScore(**r))
     turns = []
     for rid in ids:
-        row = results.get(rid)
-        if row is None:  # deleted by retention between the two reads
+        found = results.get(rid)
+        if found is None:  # deleted by retention between the two reads
             continue
-        values = dict(row)
+        values = dict(found)
         values["result_id"] = values.pop("id")
         values["documents"] = _documents(values["documents"])
         labels = json.loads(values["labels"])
@@ -186,13 +192,13 @@ def worst_turns(conn: sqlite3.Connection, *, since: float, metric: str | None, l
     return turns
 
 
-def outcome_reasons(conn: sqlite3.Connection, *, since: float) -> list[OutcomeReason]:
+async def outcome_reasons(fetch: Fetch, *, since: float) -> list[OutcomeReason]:
     """Skipped and failed evaluations since ``since`` grouped by metric and cause, most first.
     Errors group by error type (bounded: the judge outcomes), skips by their reason text."""
-    rows = conn.execute(
+    rows = await fetch(
         "SELECT s.metric, s.outcome, CASE WHEN s.outcome = 'error' THEN coalesce(s.error_type, s.reason, '') "
         "ELSE coalesce(s.reason, '') END AS cause, count(*), max(s.reason) FROM scores s "
         "WHERE s.timestamp >= ? AND s.outcome IN ('skipped', 'error') "
         "GROUP BY s.metric, s.outcome, cause ORDER BY count(*) DESC, s.metric LIMIT ?",
-        (since, _MAX_REASON_ROWS)).fetchall()
+        [since, _MAX_REASON_ROWS])
     return [OutcomeReason(r[0], r[1], r[2], int(r[3]), r[4]) for r in rows]

@@ -1,0 +1,140 @@
+"""Score-level reads of the result store, written once for both dialects (SQLite, PostgreSQL).
+
+Every function takes a :data:`Fetch`: the store's way to run one ``SELECT`` off the event loop
+and return its rows as tuples. The SQL uses ``?`` placeholders and only what both engines share
+(``CASE``, ``NULLS LAST``, no boolean aggregates); the PostgreSQL store converts the placeholders
+(:func:`pyformat`). Turn-level reads are in :mod:`exporters.turn_queries`, over the same ``Fetch``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from typing import Any, Sequence
+
+from exporters.store_schema import SCORE_COLUMNS
+from exporters.turn_queries import Fetch, goodness
+
+__all__ = ["Fetch", "StoredEvaluation", "ScoreRow", "MAX_QUERY_ROWS", "MAX_REFILL_ROWS", "pyformat",
+           "evaluations", "worst_recent", "scores_since", "scores_after", "count"]
+
+MAX_QUERY_ROWS = 1000
+MAX_REFILL_ROWS = 1_000_000
+
+ScoreRow = tuple[int, float, str, str, str, float, "float | None"]
+"""``(score id, timestamp, metric, service, outcome, weight, value)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvaluation:
+    """One stored score with its result's turn fields (one row per result and metric)."""
+
+    id: int
+    timestamp: float
+    metric: str
+    outcome: str
+    value: float | None
+    scale: tuple[float, float]
+    label: str | None
+    reason: str | None
+    status: str
+    error_type: str | None
+    weight: float
+    sampling_policy: str
+    trace_id: str
+    span_id: str | None
+    conversation_id: str
+    service: str
+    labels: dict[str, str]
+    question: str
+    answer: str
+    turn_start_unix_nano: int
+
+
+def pyformat(sql: str) -> str:
+    """``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled). The shared SQL has no
+    ``?`` or ``%`` inside string literals."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+_SCORE_NAMES = frozenset(c.name for c in SCORE_COLUMNS)
+
+
+def _select_list() -> tuple[str, list[str]]:
+    # Each StoredEvaluation field is read from the column of the same name (the score's when
+    # both tables have one); the scale is its two columns.
+    parts, names = [], []
+    for f in fields(StoredEvaluation):
+        if f.name == "scale":
+            parts += ["s.scale_low", "s.scale_high"]
+            names += ["scale_low", "scale_high"]
+        else:
+            parts.append(f"{'s' if f.name in _SCORE_NAMES else 'r'}.{f.name}")
+            names.append(f.name)
+    return ", ".join(parts), names
+
+
+_COLUMNS, _NAMES = _select_list()
+_SELECT = f"SELECT {_COLUMNS} FROM scores s JOIN results r ON r.id = s.result_id"
+
+
+def _stored(row: Sequence[Any]) -> StoredEvaluation:
+    values = dict(zip(_NAMES, row))
+    values["scale"] = (values.pop("scale_low"), values.pop("scale_high"))
+    labels = json.loads(values["labels"])
+    values["labels"] = labels if isinstance(labels, dict) else {}
+    return StoredEvaluation(**values)
+
+
+def _capped(limit: int, cap: int = MAX_QUERY_ROWS) -> int:
+    return max(0, min(limit, cap))
+
+
+async def evaluations(fetch: Fetch, *, metric: str | None, outcome: str | None, since: float | None,
+                      limit: int) -> list[StoredEvaluation]:
+    """Stored scores matching every given filter, newest first; at most ``limit`` (≤ 1000)."""
+    where: list[str] = []
+    params: list[Any] = []
+    for clause, value in (("s.metric = ?", metric), ("s.outcome = ?", outcome), ("s.timestamp >= ?", since)):
+        if value is not None:
+            where.append(clause)
+            params.append(value)
+    sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
+    sql += " ORDER BY s.timestamp DESC, s.id DESC LIMIT ?"
+    return [_stored(r) for r in await fetch(sql, [*params, _capped(limit)])]
+
+
+async def worst_recent(fetch: Fetch, *, since: float, limit: int, risk: Sequence[str]) -> list[StoredEvaluation]:
+    """The worst scored (status ``ok``) evaluations since ``since``: defects first, then by
+    :func:`goodness` ascending (a degenerate scale last), ties newest first."""
+    good, good_params = goodness(risk)
+    sql = (_SELECT + " WHERE s.timestamp >= ? AND s.status = 'ok' ORDER BY "
+           "CASE WHEN s.outcome = 'defect' THEN 0 ELSE 1 END, "
+           f"{good} ASC NULLS LAST, s.timestamp DESC, s.id DESC LIMIT ?")
+    return [_stored(r) for r in await fetch(sql, [since, *good_params, _capped(limit)])]
+
+
+async def scores_since(fetch: Fetch, since: float) -> list[tuple[float, str, str, str, float, float | None]]:
+    """``(timestamp, metric, service, outcome, weight, value)`` of every score since ``since``,
+    oldest first. Past 1,000,000 rows the newest million (what short windows need most)."""
+    rows = await fetch("SELECT s.timestamp, s.metric, r.service, s.outcome, r.weight, s.value FROM scores s "
+                       "JOIN results r ON r.id = s.result_id WHERE s.timestamp >= ? "
+                       "ORDER BY s.timestamp DESC, s.id DESC LIMIT ?", [since, MAX_REFILL_ROWS])
+    out = [(float(r[0]), str(r[1]), str(r[2]), str(r[3]), float(r[4]), r[5]) for r in rows]
+    out.reverse()
+    return out
+
+
+async def scores_after(fetch: Fetch, after_id: int, limit: int) -> list[ScoreRow]:
+    """:data:`ScoreRow` of the scores with an id above ``after_id``, in id order; at most
+    ``limit`` (≤ 1,000,000). A reader that keeps the last id it saw gets every score once."""
+    rows = await fetch("SELECT s.id, s.timestamp, s.metric, r.service, s.outcome, r.weight, s.value FROM scores s "
+                       "JOIN results r ON r.id = s.result_id WHERE s.id > ? ORDER BY s.id LIMIT ?",
+                       [after_id, _capped(limit, MAX_REFILL_ROWS)])
+    return [(int(r[0]), float(r[1]), str(r[2]), str(r[3]), str(r[4]), float(r[5]), r[6]) for r in rows]
+
+
+async def count(fetch: Fetch) -> int:
+    """Number of stored score rows."""
+    rows = await fetch("SELECT count(*) FROM scores", [])
+    return int(rows[0][0])
