@@ -1,0 +1,54 @@
+// AI SDK 6 RAG chat app: generateText / streamText with a search_docs tool (multi-step: the
+// model calls the tool, then answers), two turns of one conversation, against the fake OpenAI
+// server through @ai-sdk/openai (chat completions). Instrumentations:
+//   native        the AI SDK's own telemetry: experimental_telemetry { isEnabled, metadata: { sessionId } }
+//   openinference @arizeai/openinference-vercel's span processor over the same telemetry
+//   traceloop     OpenLLMetry-JS (@traceloop/node-server-sdk), which rewrites the AI SDK's spans
+import { SpanKind, trace } from '@opentelemetry/api';
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateText, stepCountIs, streamText, tool } from 'ai';
+import { z } from 'zod';
+import {
+  API_KEY, APP_TRACER, CHAT_MODEL, SEARCH_TOOL_DESCRIPTION, SERVICE_VERSION, TOOL_INSTRUCTIONS, SearchTool,
+  conversation, parseArgs, rootSpanRunner,
+} from '../common.mjs';
+import { startTelemetry } from './telemetry.mjs';
+
+const COMBINATIONS = ['native', 'openinference', 'traceloop'].flatMap((i) => [[i, 'generate'], [i, 'stream']]);
+const args = parseArgs('aisdk6', COMBINATIONS);
+const telemetry = await startTelemetry(args);
+const openai = createOpenAI({ baseURL: args.openaiBaseUrl, apiKey: API_KEY });
+const search = new SearchTool(args.knowledgeBase);
+const tools = {
+  search_docs: tool({
+    description: SEARCH_TOOL_DESCRIPTION,
+    inputSchema: z.object({ query: z.string().describe('what to look up') }),
+    execute: async ({ query }) => search.search(query),
+  }),
+};
+
+async function answer(question, history) {
+  const request = {
+    model: openai.chat(CHAT_MODEL),
+    system: TOOL_INSTRUCTIONS,
+    messages: [...history, { role: 'user', content: question }],
+    tools,
+    stopWhen: stepCountIs(4),
+    experimental_telemetry: {
+      isEnabled: true,
+      functionId: 'support-chat',
+      metadata: { sessionId: args.conversationId },
+    },
+  };
+  if (args.scenario === 'stream') {
+    const result = streamText(request);
+    let text = '';
+    for await (const delta of result.textStream) text += delta;
+    return text;
+  }
+  return (await generateText(request)).text;
+}
+
+const tracer = trace.getTracer(APP_TRACER, SERVICE_VERSION);
+await conversation(args, search, rootSpanRunner(tracer, SpanKind), answer);
+await telemetry.shutdown();
