@@ -16,6 +16,9 @@ from tests.support.helm import (CHART_DIR, KUBE_VERSIONS, ChartRenderError, rend
                                 validate_manifest)
 
 SCENARIOS = {"default": None, **{p.name: p for p in sorted((CHART_DIR / "ci").glob("*.yaml"))}}
+# What the Secrets behind URL-valued env vars hold (a URL the config model accepts).
+SECRET_STAND_INS = {"RAG_MONITOR_FLEET__REDIS_URL": "redis://redis.example:6379/0",
+                    "RAG_MONITOR_EXPORTERS__STORE__URL": "postgresql://ragmon@postgres.example:5432/ragmon"}
 
 
 def _scenario(name: str) -> list[dict[str, Any]]:
@@ -30,7 +33,7 @@ def _one(manifests: list[dict[str, Any]], kind: str, name_suffix: str = "") -> d
 
 
 def _container(manifests: list[dict[str, Any]]) -> dict[str, Any]:
-    pod = _one(manifests, "Deployment")["spec"]["template"]["spec"]
+    pod = _one(manifests, "Deployment", "rag-monitor")["spec"]["template"]["spec"]
     (container,) = [c for c in pod["containers"] if c["name"] == "rag-monitor"]
     return container
 
@@ -49,7 +52,7 @@ def _secret_env(container: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 
 def test_scenarios_are_found() -> None:
-    assert {"standalone-full-values.yaml", "sidecar-values.yaml"} <= SCENARIOS.keys()
+    assert {"standalone-full-values.yaml", "sidecar-values.yaml", "gateway-values.yaml"} <= SCENARIOS.keys()
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
@@ -85,18 +88,23 @@ def test_config_map_is_a_config_rag_monitor_accepts(scenario: str, tmp_path: Pat
     # Env vars with literal values as the pod gets them; secret refs get stand-in values.
     env = {}
     pods = [m["spec"]["template"]["spec"] for m in manifests if m["kind"] == "Deployment"]
-    for pod in pods:
-        for e in pod["containers"][0].get("env", []):
-            env[e["name"]] = e.get("value", f"secret-from-{e['name']}")
+    containers = [c for pod in pods for c in pod["containers"] if c["name"] == "rag-monitor"]
+    for container in containers:
+        for e in container.get("env", []):
+            env[e["name"]] = e.get("value", SECRET_STAND_INS.get(e["name"], f"secret-from-{e['name']}"))
     config = _config(manifests, tmp_path, env)
-    if pods:  # standalone: the bearer token env vars land on both receivers
+    if containers:  # standalone, gateway: the bearer token env vars land on both receivers
         assert config.receivers.http.bearer_token is not None
         assert config.receivers.grpc.bearer_token is not None
         assert config.receivers.http.host == config.receivers.grpc.host == "0.0.0.0"
     else:
         assert config.receivers.http.host == config.receivers.grpc.host == "127.0.0.1"
     assert config.admin.host == "0.0.0.0"
-    assert config.exporters.store.path.startswith("/var/lib/rag-monitor/")
+    if "RAG_MONITOR_EXPORTERS__STORE__URL" in env:  # url and path exclude each other
+        assert config.exporters.store.url is not None and "path" not in config.exporters.store.model_fields_set
+    else:
+        assert config.exporters.store.path.startswith("/var/lib/rag-monitor/")
+    assert config.fleet.enabled == ("RAG_MONITOR_FLEET__REDIS_URL" in env)
 
 
 def test_default_standalone_workload_is_hardened() -> None:

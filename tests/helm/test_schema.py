@@ -65,6 +65,12 @@ def test_config_schema_follows_the_model() -> None:
     assert "api_key_file" in defs["config.JudgeConfig"]["properties"]
     for name in ("config.HttpReceiverConfig", "config.GrpcReceiverConfig", "config.AdminConfig"):
         assert not {"bearer_token", "host", "port"} & set(defs[name]["properties"]), name
+    # URLs that may carry a password come from Secrets (fleet.redis, store); the rest of the
+    # fleet and store settings are plain config.
+    assert "redis_url" not in defs["config.FleetConfig"]["properties"]
+    assert {"on_redis_failure", "redis_password_file", "replicas_hint"} <= set(defs["config.FleetConfig"]["properties"])
+    assert "url" not in defs["config.StoreConfig"]["properties"]
+    assert "path" in defs["config.StoreConfig"]["properties"]
 
 
 @pytest.mark.parametrize(("values", "message"), [
@@ -81,6 +87,22 @@ def test_config_schema_follows_the_model() -> None:
     ({"judgeApiKey": {"value": "sk-plain"}}, "at '/judgeApiKey': additional properties 'value' not allowed"),
     ({"extraEnv": [{"name": "OPENAI_API_KEY", "value": "sk-plain"}]}, "at '/extraEnv/0': 'not' failed"),
     ({"extraEnv": [{"name": "RAG_MONITOR_JUDGE__API_KEY", "value": "sk-plain"}]}, "at '/extraEnv/0': 'not' failed"),
+    # The fleet's Redis and store URLs (they may carry a password) only from Secrets too.
+    ({"config": {"fleet": {"redis_url": "redis://:pw@redis:6379/0"}}},
+     "at '/config/fleet': additional properties 'redis_url' not allowed"),
+    ({"config": {"exporters": {"store": {"url": "postgresql://u:pw@pg/db"}}}},
+     "at '/config/exporters/store': additional properties 'url' not allowed"),
+    ({"extraEnv": [{"name": "RAG_MONITOR_FLEET__REDIS_URL", "value": "redis://:pw@redis:6379/0"}]}, "'not' failed"),
+    ({"extraEnv": [{"name": "RAG_MONITOR_EXPORTERS__STORE__URL", "value": "postgresql://u:pw@pg/db"}]}, "'not' failed"),
+    ({"extraEnv": [{"name": "PGPASSWORD", "value": "pw"}]}, "'not' failed"),
+    ({"fleet": {"redisUrl": "redis://redis:6379/0"}}, "at '/fleet': additional properties 'redisUrl' not allowed"),
+    ({"fleet": {"redis": {"existingSecret": "Redis_Secret"}}}, "at '/fleet/redis/existingSecret'"),
+    ({"store": {"url": "postgresql://pg/db"}}, "at '/store': additional properties 'url' not allowed"),
+    ({"config": {"fleet": {"on_redis_failure": "open"}}}, "at '/config/fleet/on_redis_failure'"),
+    # Gateway values.
+    ({"gateway": {"collector": {"replicas": 2}}}, "at '/gateway/collector': additional properties 'replicas' not allowed"),
+    ({"gateway": {"collector": {"image": {"tag": ""}}}}, "at '/gateway/collector/image/tag'"),
+    ({"gateway": {"collector": {"securityContext": {"readOnlyRootFilesytem": True}}}}, "'readOnlyRootFilesytem' not allowed"),
     # The config model's own rules: unknown keys, types, ranges, enums, tagged unions.
     ({"config": {"receivers": {"http": {"max_request_bytez": 1}}}}, "additional properties 'max_request_bytez' not allowed"),
     ({"config": {"judge": {"timeout_seconds": "soon"}}}, "at '/config/judge/timeout_seconds'"),
@@ -113,8 +135,9 @@ def test_invalid_values_are_rejected_with_a_message(values: dict[str, Any], mess
      "set minAvailable or maxUnavailable, not both"),
     ({"autoscaling": {"enabled": True, "minReplicas": 5, "maxReplicas": 2}},
      "autoscaling.minReplicas must not exceed autoscaling.maxReplicas"),
-    ({"mode": "sidecar", "autoscaling": {"enabled": True}}, "apply to mode: standalone only"),
+    ({"mode": "sidecar", "autoscaling": {"enabled": True}}, "apply to mode: standalone and gateway only"),
     ({"ports": {"otlpGrpc": 9464}}, "must differ"),
+    ({"mode": "gateway"}, "mode: gateway needs fleet.redis.existingSecret"),
 ])
 def test_cross_field_rules_fail_the_render_with_a_message(values: dict[str, Any], message: str) -> None:
     with pytest.raises(ChartRenderError) as caught:

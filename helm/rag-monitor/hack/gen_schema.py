@@ -8,7 +8,9 @@ file is stale, which ``tests/helm/test_schema.py`` also asserts)::
 
 What changes from the pydantic schema, and why:
 - secrets (``judge.api_key``, the bearer tokens) are removed: they come only from Secrets
-  (``judgeApiKey``, ``receiverAuth``, ``adminAuth``), so a plain value is an unknown key;
+  (``judgeApiKey``, ``receiverAuth``, ``adminAuth``), so a plain value is an unknown key; so are
+  ``fleet.redis_url`` and ``exporters.store.url``, which may carry a password: they come from
+  the Secrets named by ``fleet.redis`` and ``store``;
 - receiver/admin ``host`` and ``port`` are removed: the chart sets them from ``mode``/``ports``;
 - ``$defs`` move to the document root under a ``config.`` prefix (Helm resolves ``$ref`` against
   the root of values.schema.json); titles and nested-object defaults are dropped;
@@ -50,6 +52,8 @@ REMOVED_CONFIG_FIELDS: tuple[tuple[str, ...], ...] = (
     ("admin", "bearer_token"),
     ("admin", "host"),
     ("admin", "port"),
+    ("fleet", "redis_url"),
+    ("exporters", "store", "url"),
 )
 
 

@@ -28,6 +28,27 @@ directly; in sidecar mode a parent chart includes the public "rag-monitor.sideca
       name: {{ . }}
       key: {{ $.Values.judgeApiKey.secretKey }}
 {{- end }}
+{{- with .Values.fleet.redis.existingSecret }}
+- name: RAG_MONITOR_FLEET__REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.fleet.redis.secretKey }}
+{{- end }}
+{{- with .Values.store.existingSecret }}
+- name: RAG_MONITOR_EXPORTERS__STORE__URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.store.secretKey }}
+{{- end }}
+{{- with .Values.store.passwordSecret }}
+- name: PGPASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.store.passwordKey }}
+{{- end }}
 {{- end -}}
 
 {{- define "rag-monitor.probe" -}}
@@ -103,6 +124,11 @@ failureThreshold: {{ $p.failureThreshold }}
       mountPath: {{ include "rag-monitor.dataDir" . }}
     - name: rag-monitor-tmp
       mountPath: /tmp
+    {{- if .Values.fleet.redis.passwordSecret }}
+    - name: rag-monitor-redis-password
+      mountPath: {{ include "rag-monitor.redisPasswordDir" . }}
+      readOnly: true
+    {{- end }}
     {{- with .Values.extraVolumeMounts }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -121,6 +147,14 @@ failureThreshold: {{ $p.failureThreshold }}
 - name: rag-monitor-tmp
   emptyDir:
     sizeLimit: 64Mi
+{{- with .Values.fleet.redis.passwordSecret }}
+- name: rag-monitor-redis-password
+  secret:
+    secretName: {{ . }}
+    items:
+      - key: {{ $.Values.fleet.redis.passwordKey }}
+        path: password
+{{- end }}
 {{- with .Values.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
