@@ -85,3 +85,30 @@ def test_the_dependency_values_are_checked_by_the_chart_schema(app_chart: Path) 
 def test_including_the_container_outside_sidecar_mode_fails_clearly(app_chart: Path) -> None:
     with pytest.raises(ChartRenderError, match="needs the rag-monitor dependency's values to set mode: sidecar"):
         render_chart({"rag-monitor": {"mode": "standalone"}}, chart=app_chart)
+
+
+def test_a_fleet_of_sidecars_gets_redis_and_the_store_from_secrets(app_chart: Path, tmp_path: Path) -> None:
+    deployment, config_map = _render(app_chart, {"rag-monitor": {
+        "fleet": {"redis": {"existingSecret": "shop-redis", "passwordSecret": "shop-redis"}},
+        "store": {"existingSecret": "shop-postgres"}}})
+    for kube_version in KUBE_VERSIONS:
+        validate_manifest(deployment, kube_version)
+    pod = deployment["spec"]["template"]["spec"]
+    (sidecar,) = [c for c in pod["containers"] if c["name"] == "rag-monitor"]
+    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in sidecar["env"] if "valueFrom" in e}
+    assert refs["RAG_MONITOR_FLEET__REDIS_URL"] == {"name": "shop-redis", "key": "redis-url"}
+    assert refs["RAG_MONITOR_EXPORTERS__STORE__URL"] == {"name": "shop-postgres", "key": "url"}
+    # The password Secret is a volume of the app's pod, mounted in the sidecar only.
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["rag-monitor-redis-password"]["secret"]["secretName"] == "shop-redis"
+    (app,) = [c for c in pod["containers"] if c["name"] == "app"]
+    assert "rag-monitor-redis-password" not in {m["name"] for m in app.get("volumeMounts", [])}
+
+    path = tmp_path / "config.yaml"
+    path.write_text(config_map["data"]["config.yaml"], encoding="utf-8")
+    config = load_config(path, environ={"RAG_MONITOR_FLEET__REDIS_URL": "redis://redis.shop:6379/0",
+                                        "RAG_MONITOR_EXPORTERS__STORE__URL": "postgresql://ragmon@pg.shop/ragmon"})
+    assert config.fleet.enabled and config.fleet.redis_password_file is not None
+    # No replicas_hint from the chart: it cannot count the app's pods.
+    assert config.fleet.replicas_hint == 1 and "replicas_hint" not in config.fleet.model_fields_set
+    assert config.exporters.store.dialect == "postgresql" and "path" not in config.exporters.store.model_fields_set
