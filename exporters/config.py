@@ -99,7 +99,8 @@ class StoreConfig(_Section):
                           "excludes path. The password comes from the URL (a Secret through "
                           "RAG_MONITOR_EXPORTERS__STORE__URL), PGPASSWORD or PGPASSFILE")
     max_age_hours: float = Field(168.0, gt=0, description="rows older than this are deleted")
-    max_bytes: int = Field(512 * MiB, gt=0, description="oldest rows are deleted past this file size")
+    max_bytes: int = Field(512 * MiB, gt=0, description="SQLite: oldest rows are deleted past this file size "
+                                                        "(PostgreSQL: max_age_hours only)")
     queue_size: int = Field(10_000, gt=0, description="results waiting to be written; more are dropped and counted")
     max_queue_bytes: int = Field(64 * MiB, gt=0, description="text held by the results waiting to be written")
     batch_size: int = Field(256, gt=0)
@@ -107,6 +108,17 @@ class StoreConfig(_Section):
     backlog_flush_seconds: float = Field(
         0.2, gt=0, le=10, description="sampled turns are made durable this often (what a kill -9 can lose)")
     max_text_chars: int = Field(4000, gt=0, description="question/answer/reason are cut to this length")
+    # PostgreSQL only (url: postgresql://…): the fleet's store.
+    pool_size: int = Field(4, ge=1, le=100, description="PostgreSQL: connections per replica (one pool per process)")
+    timeout_seconds: float = Field(
+        5.0, gt=0, le=120, description="PostgreSQL: connect and statement timeout; longer counts as the store down")
+    lease_seconds: float = Field(
+        30.0, gt=0, le=3600, description="PostgreSQL: a replica's claim on its backlog rows, renewed every third of "
+                                         "it; a dead replica's rows are claimed by another once it runs out")
+    spill_max_items: int = Field(
+        10_000, gt=0, description="PostgreSQL down: results and backlog operations held in memory until it returns; "
+                                  "past this the oldest are dropped and counted")
+    spill_max_bytes: int = Field(64 * MiB, gt=0, description="PostgreSQL down: text held by the spill")
 
     @field_validator("url")
     @classmethod

@@ -1,0 +1,479 @@
+"""The fleet's result store on PostgreSQL: results, scores and the durable evaluation backlog of
+every replica in one database (``exporters.store.url: postgresql://…``).
+
+Same surface as the SQLite :class:`exporters.result_store.ResultStore`, same tables (one column
+declaration, :mod:`exporters.store_schema`, rendered for PostgreSQL) and the same reads
+(:mod:`exporters.store_queries`, :mod:`exporters.turn_queries`), so every replica's API and page
+read the whole fleet. One ``psycopg_pool.AsyncConnectionPool`` per process, opened in
+:meth:`PostgresStore.start` and closed in :meth:`PostgresStore.shutdown`.
+
+- **Schema**: migrated at start in one transaction under ``pg_advisory_xact_lock``, so replicas
+  starting together migrate once; the version is in ``rag_monitor_schema``.
+- **Exactly once**: one result per trace, one score per (result, metric), by unique keys; a
+  repeated write (a turn evaluated again after a crash or a hand-over) is ``ON CONFLICT DO
+  NOTHING`` and counted (``rag_monitor_store_duplicate_results_total``).
+- **Ordered ids**: result batches are written under a fleet-wide transaction lock, so score ids
+  become visible in id order and :meth:`PostgresStore.scores_after` never skips a late commit.
+- **Backlog with leases**: a deferred turn's row names its claimant (this replica) and a lease
+  (database time) renewed every third of ``lease_seconds``; :meth:`PostgresStore.claim_expired`
+  takes rows whose lease ran out (a dead replica's) with ``FOR UPDATE SKIP LOCKED`` in one short
+  statement. A row leaves the backlog in the transaction that stores its result.
+- **PostgreSQL down**: writes wait in a bounded, counted in-memory spill
+  (:mod:`exporters.store_spill`) and are written in order when it returns, retried with
+  exponential backoff and jitter; past the bound the oldest are dropped and counted. Starting
+  with PostgreSQL unreachable does not fail: the store keeps connecting in the background and
+  logs once per cause. Reads raise while it is down (the API answers 503).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from itertools import groupby
+from typing import Any, Callable, Collection, Sequence
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from exporters import store_queries
+from exporters.batch_writer import Batch, BatchWriter
+from exporters.config import StoreConfig
+from exporters.result_store import (HIGHER_IS_WORSE, MAX_QUERY_ROWS, STORE_DUPLICATE_RESULTS, STORE_WRITE_FAILURES,
+                                    StoreOpenError)
+from exporters.store_queries import ScoreRow, StoredEvaluation, pyformat
+from exporters.store_schema import insert_result, insert_score, result_values, score_values
+from exporters.store_pg_schema import migrate
+from exporters.store_spill import PendingOp, Spill, WriteUnit
+from exporters.turn_queries import OutcomeReason, StoredTurn, outcome_reasons, worst_turns
+from monitor.model import SamplingDecision, Turn
+from monitor.telemetry import BACKLOG, Telemetry
+from monitor.turn_codec import decode_pending, encode_pending
+
+__all__ = ["PostgresStore"]
+
+log = logging.getLogger(__name__)
+
+_ORDER_LOCK = 0x7261676D6F6E01  # pg_advisory_xact_lock key: result batches, fleet-wide, one at a time
+_RETENTION_LOCK = 0x7261676D6F6E02  # one replica applies retention at a time
+_DELETE_CHUNK = 5000
+_BACKOFF_FIRST, _BACKOFF_MAX = 0.2, 30.0
+_INSERT_RESULT = insert_result("postgresql")
+_INSERT_SCORE = insert_score("postgresql")
+_LEASE = "now() + make_interval(secs => %s)"
+_INSERT_PENDING = ("INSERT INTO pending (trace_id, created, payload, claimant, lease_until) "
+                   f"VALUES (%s, %s, %s, %s, {_LEASE}) ON CONFLICT (trace_id) DO NOTHING")
+# Rows whose lease ran out, oldest first, skipping rows another replica is claiming right now.
+_CLAIM = (f"UPDATE pending SET claimant = %s, lease_until = {_LEASE} WHERE seq IN ("
+          "SELECT seq FROM pending WHERE (lease_until IS NULL OR lease_until < now()) "
+          "AND claimant IS DISTINCT FROM %s ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED) "
+          "RETURNING seq, trace_id, payload")
+
+
+def _retryable(exc: BaseException) -> bool:
+    """Connection lost or refused, pool timeout, server shutting down, statement timeout: the
+    database may come back. Anything else (a value it refuses) would fail again."""
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+class PostgresStore(BatchWriter):
+    """``Component`` + ``ResultConsumer`` + ``Backlog`` on PostgreSQL (see module doc).
+
+    ``replica_id`` names this process in the backlog's ``claimant`` column: stable across
+    restarts (a StatefulSet pod name) lets a restarted replica resume its own rows at once;
+    otherwise another replica claims them when their lease runs out.
+    """
+
+    def __init__(self, config: StoreConfig, telemetry: Telemetry, clock: Callable[[], float] = time.time, *,
+                 replica_id: str, higher_is_worse: Collection[str] = HIGHER_IS_WORSE,
+                 retention_interval_seconds: float = 60.0) -> None:
+        if config.url is None or config.dialect != "postgresql":
+            raise ValueError("PostgresStore needs exporters.store.url: postgresql://…")
+        if not replica_id:
+            raise ValueError("replica_id must not be empty")
+        if retention_interval_seconds <= 0:
+            raise ValueError("retention_interval_seconds must be positive")
+        super().__init__("store", telemetry, clock, capacity=config.queue_size, batch_size=config.batch_size,
+                         flush_interval=config.flush_interval_seconds, log=log, label="result store",
+                         max_queue_bytes=config.max_queue_bytes)
+        self._config = config
+        self._telemetry = telemetry
+        self._replica = replica_id
+        self._risk_metrics = tuple(sorted(higher_is_worse))
+        self._retention_interval = retention_interval_seconds
+        self._pool: AsyncConnectionPool | None = None
+        self._spill = Spill(telemetry, max_items=config.spill_max_items, max_bytes=config.spill_max_bytes)
+        self._pending_ops: list[PendingOp] = []
+        self._lock = asyncio.Lock()  # one writer at a time, so units reach the database in order
+        self._ready = asyncio.Event()  # schema checked; writes go straight to the database
+        self._kick = asyncio.Event()  # the spill has something: try now rather than at the next tick
+        self._causes: set[str] = set()  # failures logged since the database was last reachable
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def ready(self) -> bool:
+        """The schema is in place and the last write reached the database."""
+        return self._ready.is_set() and not self._causes
+
+    @property
+    def spilled(self) -> int:
+        """Results and backlog operations waiting in memory for the database."""
+        return self._spill.items
+
+    async def start(self) -> None:
+        """Open the pool and try to migrate once (bounded by ``timeout_seconds``); if PostgreSQL
+        is unreachable, keep trying in the background: writes spill meanwhile. Raises
+        :class:`StoreOpenError` only for a schema written by a newer rag-monitor."""
+        if self._pool is not None:
+            return
+        cfg = self._config
+        assert cfg.url is not None
+        pool = AsyncConnectionPool(
+            cfg.url.get_secret_value(), min_size=1, max_size=cfg.pool_size, open=False, timeout=cfg.timeout_seconds,
+            name="rag-monitor-store", check=AsyncConnectionPool.check_connection,
+            kwargs={"autocommit": True, "connect_timeout": max(1, round(cfg.timeout_seconds)),
+                    "application_name": f"rag-monitor {self._replica}"[:63],
+                    "options": f"-c statement_timeout={round(cfg.timeout_seconds * 1000)}"})
+        await pool.open(wait=False)
+        self._pool = pool
+        self._ready = asyncio.Event()
+        self._kick = asyncio.Event()
+        self._causes.clear()
+        try:
+            await self._migrate()
+        except StoreOpenError:
+            self._pool = None
+            await pool.close()
+            raise
+        except Exception as exc:
+            if not _retryable(exc):
+                raise
+            self._note_down("connect", exc)
+        self._start_writer()
+        self._tasks = [asyncio.create_task(self._supervise(), name="rag-monitor-store-supervisor"),
+                       asyncio.create_task(self._flush_pending_loop(), name="rag-monitor-backlog-writer")]
+
+    async def _migrate(self) -> None:
+        assert self._pool is not None
+        async with self._pool.connection() as conn:
+            found = await migrate(conn)
+        if found is not None:
+            log.info("result store: PostgreSQL schema migrated from version %d", found)
+        self._ready.set()
+        await self._renew_leases()  # the rows of this replica's previous run, before anyone claims them
+
+    async def shutdown(self, deadline: float) -> None:
+        """Stop accepting, write what is queued and spilled until ``deadline`` (``loop.time()``),
+        drop and count the rest, close the pool. Safe twice and without start. This replica's
+        backlog rows stay claimed until their lease runs out, then another replica takes them."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        pool = self._pool
+        if not await self._stop_writer(deadline) or pool is None:
+            return
+        loop = asyncio.get_running_loop()
+        if self._pending_ops:
+            await self._submit(WriteUnit(ops=self._take_pending()))
+        delay = _BACKOFF_FIRST
+        while self._spill and self._ready.is_set() and loop.time() + delay < deadline:
+            if not await self._flush_spill():
+                await asyncio.sleep(delay)
+                delay = min(_BACKOFF_MAX, delay * 2)
+        if self._spill:
+            log.warning("result store: shutdown with %d results and backlog operations unwritten (PostgreSQL "
+                        "unreachable); dropped", self._spill.items)
+            while self._spill:
+                self._spill.drop_oldest()
+        self._pool = None
+        await pool.close(timeout=max(0.1, deadline - loop.time()))
+
+    # ------------------------------------------------------------------ writes
+    async def _write_batch(self, batch: Batch) -> None:
+        await self._submit(WriteUnit(ops=self._take_pending(), batch=batch))
+
+    async def _submit(self, unit: WriteUnit) -> None:
+        """Write ``unit`` now, or spill it behind what is already waiting."""
+        async with self._lock:
+            if self._spill or not self._ready.is_set():
+                self._spill.push(unit)
+                self._kick.set()
+                return
+            try:
+                await self._write_unit(unit)
+            except Exception as exc:
+                if not _retryable(exc):
+                    self._lost(unit, exc)
+                    return
+                self._note_down("write", exc)
+                self._spill.push(unit)
+                self._kick.set()
+                return
+        self._note_up()
+
+    async def _flush_spill(self) -> bool:
+        """Write spilled units in order until none is left (True) or the database fails (False)."""
+        async with self._lock:
+            while (unit := self._spill.peek()) is not None:
+                try:
+                    await self._write_unit(unit)
+                except Exception as exc:
+                    if _retryable(exc):
+                        self._note_down("write", exc)
+                        return False
+                    self._spill.drop_oldest()
+                    self._log_once(f"refused:{type(exc).__name__}", "result store: PostgreSQL refused a write "
+                                   "(%r); those results are lost", exc)
+                    continue
+                self._spill.written()
+        self._note_up()
+        return True
+
+    def _lost(self, unit: WriteUnit, exc: BaseException) -> None:
+        if unit.batch:
+            self._telemetry.add(STORE_WRITE_FAILURES, len(unit.batch))
+        if unit.deferred:
+            self._telemetry.add(BACKLOG, unit.deferred, event="not_persisted")
+        self._log_once(f"refused:{type(exc).__name__}", "result store: PostgreSQL refused a write (%r); those "
+                       "results are lost", exc)
+
+    async def _write_unit(self, unit: WriteUnit) -> None:
+        """One transaction: the backlog operations in order, then the results (their turns leave
+        the backlog). Counts the results skipped as duplicates once it commits."""
+        assert self._pool is not None
+        cfg = self._config
+        ids: list[int | None] = []
+        async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            if unit.batch:  # ids become visible in id order (scores_after): one batch at a time, fleet-wide
+                await cur.execute("SELECT pg_advisory_xact_lock(%s)", (_ORDER_LOCK,))
+            for kind, group in groupby(unit.ops, key=lambda op: op[0]):
+                ops = list(group)
+                if kind == "add":
+                    await cur.executemany(_INSERT_PENDING, [
+                        (trace_id, created, encode_pending(*item), self._replica, cfg.lease_seconds)
+                        for _, trace_id, item, created in ops if item is not None])
+                else:
+                    await cur.executemany("DELETE FROM pending WHERE trace_id = %s", [(op[1],) for op in ops])
+            if not unit.batch:
+                return
+            await cur.execute("DELETE FROM pending WHERE trace_id = ANY(%s)",
+                              ([r.turn.trace_id for _, r in unit.batch],))
+            await cur.executemany(_INSERT_RESULT, [result_values(ts, r, cfg.max_text_chars) for ts, r in unit.batch],
+                                  returning=True)
+            while True:  # one result set per row: its id, or none when the trace was already stored
+                row = await cur.fetchone()
+                ids.append(int(row[0]) if row else None)
+                if not cur.nextset():
+                    break
+            scores = [score_values(rid, ts, score, cfg.max_text_chars)
+                      for rid, (ts, result) in zip(ids, unit.batch) if rid is not None for score in result.scores]
+            if scores:
+                await cur.executemany(_INSERT_SCORE, scores)
+        duplicates = ids.count(None)
+        if duplicates:
+            self._telemetry.add(STORE_DUPLICATE_RESULTS, duplicates)
+
+    # ------------------------------------------------------------------ failures, once per cause
+    def _log_once(self, cause: str, message: str, *args: Any) -> None:
+        if cause not in self._causes:
+            self._causes.add(cause)
+            log.warning(message, *args)
+
+    def _note_down(self, what: str, exc: BaseException) -> None:
+        self._log_once(f"down:{type(exc).__name__}", "result store: PostgreSQL unreachable (%s: %s); results and "
+                       "the backlog wait in memory (at most %d items) and are written when it returns",
+                       what, exc, self._config.spill_max_items)
+
+    def _note_up(self) -> None:
+        if self._causes:
+            self._causes.clear()
+            log.warning("result store: PostgreSQL reachable again")
+
+    # ------------------------------------------------------------------ background upkeep
+    async def _supervise(self) -> None:
+        """Migrate when the start could not, flush the spill with backoff, renew this replica's
+        leases every third of ``lease_seconds``, apply retention every interval."""
+        loop = asyncio.get_running_loop()
+        delay = _BACKOFF_FIRST
+        renew_every = self._config.lease_seconds / 3
+        next_renewal = loop.time() + renew_every
+        next_retention = loop.time()  # at start, then every interval
+        while True:
+            try:
+                if not self._ready.is_set():
+                    await self._migrate()
+                if self._spill and not await self._flush_spill():
+                    raise _Retry
+                if loop.time() >= next_renewal:
+                    await self._renew_leases()
+                    next_renewal = loop.time() + renew_every
+                if loop.time() >= next_retention:
+                    await self._retention()
+                    next_retention = loop.time() + self._retention_interval
+                delay = _BACKOFF_FIRST
+                self._kick.clear()
+                wait = max(0.0, min(next_renewal, next_retention) - loop.time())
+                try:
+                    await asyncio.wait_for(self._kick.wait(), wait)
+                except TimeoutError:
+                    pass
+                continue
+            except _Retry:
+                pass
+            except StoreOpenError as exc:
+                self._log_once("schema", "result store: %s", exc)
+            except Exception as exc:
+                if not _retryable(exc):
+                    log.exception("result store: upkeep failed")
+                else:
+                    self._note_down("connect" if not self._ready.is_set() else "upkeep", exc)
+            # Exponential backoff with full jitter; shutdown cancels the sleep.
+            await asyncio.sleep(random.uniform(delay / 2, delay))
+            delay = min(_BACKOFF_MAX, delay * 2)
+
+    async def _renew_leases(self) -> None:
+        assert self._pool is not None
+        async with self._pool.connection() as conn:
+            await conn.execute(f"UPDATE pending SET lease_until = {_LEASE} WHERE claimant = %s",
+                               (self._config.lease_seconds, self._replica))
+
+    async def _retention(self) -> None:
+        """Delete rows older than ``max_age_hours``; one replica at a time (the others skip)."""
+        assert self._pool is not None
+        cutoff = self._clock() - self._config.max_age_hours * 3600.0
+        async with self._pool.connection() as conn:
+            row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (_RETENTION_LOCK,))).fetchone()
+            if not row or not row[0]:
+                return
+            try:
+                await conn.execute("DELETE FROM pending WHERE created < %s", (cutoff,))
+                while True:
+                    cur = await conn.execute("DELETE FROM results WHERE id IN (SELECT id FROM results "
+                                             "WHERE timestamp < %s LIMIT %s)", (cutoff, _DELETE_CHUNK))
+                    if cur.rowcount < _DELETE_CHUNK:
+                        break
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (_RETENTION_LOCK,))
+
+    # ------------------------------------------------------------------ evaluation backlog
+    def defer(self, turn: Turn, decision: SamplingDecision) -> bool:
+        """Remember a sampled turn, claimed by this replica, until its result is stored. False
+        (counted) when the backlog's queue is full or the store is not running."""
+        if not self._tasks or len(self._pending_ops) >= self._config.queue_size:
+            self._telemetry.add(BACKLOG, 1, event="not_persisted")
+            return False
+        self._pending_ops.append(("add", turn.trace_id, (turn, decision), self._clock()))
+        return True
+
+    def forget(self, trace_id: str) -> None:
+        """Drop a turn from the backlog without a result (its evaluation failed for good)."""
+        if self._tasks:
+            self._pending_ops.append(("forget", trace_id, None, self._clock()))
+
+    def _take_pending(self) -> list[PendingOp]:
+        ops, self._pending_ops = self._pending_ops, []
+        return ops
+
+    async def _flush_pending_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.backlog_flush_seconds)
+            if self._pending_ops:
+                await self._submit(WriteUnit(ops=self._take_pending()))
+
+    async def backlog_size(self) -> int:
+        """Backlog rows claimed by this replica."""
+        rows = await self._fetch("SELECT count(*) FROM pending WHERE claimant = ?", [self._replica])
+        return int(rows[0][0])
+
+    async def backlog_ceiling(self) -> int:
+        """The highest sequence number among this replica's backlog rows (0 when none)."""
+        rows = await self._fetch("SELECT coalesce(max(seq), 0) FROM pending WHERE claimant = ?", [self._replica])
+        return int(rows[0][0])
+
+    async def load_backlog(self, after_seq: int, limit: int) -> list[tuple[int, Turn, SamplingDecision]]:
+        """Up to ``limit`` of this replica's backlog turns above ``after_seq``, oldest first (its
+        previous run's, when ``replica_id`` is stable). Unreadable payloads are counted and removed."""
+        rows = await self._fetch("SELECT seq, trace_id, payload FROM pending WHERE claimant = ? AND seq > ? "
+                                 "ORDER BY seq LIMIT ?", [self._replica, after_seq, max(0, limit)])
+        return self._decoded(rows)
+
+    async def claim_expired(self, limit: int) -> list[tuple[int, Turn, SamplingDecision]]:
+        """Claim up to ``limit`` backlog rows of other replicas whose lease ran out (a dead
+        replica's), oldest first, for this one; feed them to the evaluation stage. One short
+        statement (``FOR UPDATE SKIP LOCKED``): concurrent claimers never get the same row.
+        [] while PostgreSQL is unreachable."""
+        pool = self._pool
+        if pool is None or not self._ready.is_set() or limit < 1:
+            return []
+        try:
+            async with pool.connection() as conn:
+                cur = await conn.execute(_CLAIM, (self._replica, self._config.lease_seconds, self._replica, limit))
+                rows = await cur.fetchall()
+        except Exception as exc:
+            if not _retryable(exc):
+                raise
+            self._note_down("claim", exc)
+            return []
+        return self._decoded(sorted(rows))
+
+    def _decoded(self, rows: Sequence[Sequence[Any]]) -> list[tuple[int, Turn, SamplingDecision]]:
+        out: list[tuple[int, Turn, SamplingDecision]] = []
+        for seq, trace_id, payload in rows:
+            try:
+                turn, decision = decode_pending(payload)
+            except ValueError as exc:
+                log.warning("result store: backlog row %s is unreadable (%s); removed", seq, exc)
+                self._telemetry.add(BACKLOG, 1, event="invalid")
+                self.forget(trace_id)
+                continue
+            out.append((int(seq), turn, decision))
+        return out
+
+    # ------------------------------------------------------------------ reads (the whole fleet's)
+    async def _fetch(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
+        """Run one read (``store_queries.Fetch``); raises while the store is not running or
+        PostgreSQL is unreachable (within ``timeout_seconds``)."""
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("the result store is not running")
+        async with pool.connection() as conn:
+            cur = await conn.execute(pyformat(sql), params)
+            return [*await cur.fetchall()]
+
+    async def evaluations(self, *, metric: str | None = None, outcome: str | None = None,
+                          since: float | None = None, limit: int = 100) -> list[StoredEvaluation]:
+        """Stored scores matching every given filter, newest first; at most ``limit`` (≤ 1000)."""
+        return await store_queries.evaluations(self._fetch, metric=metric, outcome=outcome, since=since, limit=limit)
+
+    async def worst_recent(self, *, since: float, limit: int = 20) -> list[StoredEvaluation]:
+        """The worst scored evaluations since ``since`` (order: ``ResultStore.worst_recent``)."""
+        return await store_queries.worst_recent(self._fetch, since=since, limit=limit, risk=self._risk_metrics)
+
+    async def worst_turns(self, *, since: float, metric: str | None = None, limit: int = 20) -> list[StoredTurn]:
+        """The worst turns since ``since``, one entry per turn (``turn_queries.worst_turns``)."""
+        return await worst_turns(self._fetch, since=since, metric=metric, limit=max(0, min(limit, MAX_QUERY_ROWS)),
+                                 risk=self._risk_metrics)
+
+    async def outcome_reasons(self, *, since: float) -> list[OutcomeReason]:
+        """Skipped and failed evaluations since ``since`` by metric and cause."""
+        return await outcome_reasons(self._fetch, since=since)
+
+    async def scores_since(self, since: float) -> list[tuple[float, str, str, str, float, float | None]]:
+        """``(timestamp, metric, service, outcome, weight, value)`` since ``since``, oldest first."""
+        return await store_queries.scores_since(self._fetch, since)
+
+    async def scores_after(self, after_id: int, limit: int) -> list[ScoreRow]:
+        """``(score id, timestamp, metric, service, outcome, weight, value)`` above ``after_id`` in
+        id order, at most ``limit``; ids become visible in order, so a cursor skips nothing."""
+        return await store_queries.scores_after(self._fetch, after_id, limit)
+
+    async def count(self) -> int:
+        """Number of stored score rows (the fleet's)."""
+        return await store_queries.count(self._fetch)
+
+
+class _Retry(Exception):
+    """The spill could not be written: back off (already logged)."""
