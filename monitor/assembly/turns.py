@@ -114,18 +114,65 @@ class _Reading:
                 if call is not None:
                     merged = call if merged is None else merged.merge(call)
             self.calls[s.span_id] = merged or LlmCall("unknown")
+        self._dropped: set[str] | None = None
+        self.merged: list[tuple[SpanRecord, SpanRecord]] = []  # (kept, dropped): one call, two spans
 
     def spans_with(self, *roles: str) -> list[SpanRecord]:
         return [s for s in self.trace.spans if self.roles[s.span_id] in roles]
 
     def leaf_chats(self) -> list[SpanRecord]:
-        """Chat spans that do not wrap another chat span with content (the real client calls)."""
+        """Chat spans that do not wrap another chat span with content (the real client calls),
+        each call once (:meth:`_same_calls`)."""
         with_content = {s.span_id for s in self.chats if self.calls[s.span_id].has_content}
         wrappers: set[str] = set()
         for s in self.chats:
             if s.span_id in with_content:
                 wrappers.update(a for a in self.trace.ancestors(s) if self.roles.get(a) == CHAT)
-        return [s for s in self.chats if s.span_id not in wrappers]
+        leaves = [s for s in self.chats if s.span_id not in wrappers]
+        return [s for s in leaves if s.span_id not in self._same_calls(leaves)]
+
+    def _same_calls(self, leaves: Sequence[SpanRecord]) -> set[str]:
+        """A framework's chat span and a client library's chat span that record one model call
+        (two instrumentation scopes, the same input messages, overlapping in time, parent/child or
+        siblings): the one that
+        saw the response (response id, served model) is kept with the other's gaps filled in, the
+        other is dropped, so usage counts once and the served model wins. Calls with different
+        inputs (a query rewrite before the answer) are never merged; the result is cached."""
+        if self._dropped is not None:
+            return self._dropped
+        self._dropped = set()
+        by_inputs: dict[tuple[Message, ...], list[SpanRecord]] = {}
+        for s in leaves:
+            call = self.calls[s.span_id]
+            if call.inputs:
+                by_inputs.setdefault(tuple(call.inputs), []).append(s)
+        for group in by_inputs.values():
+            for i, a in enumerate(group):
+                for b in group[i + 1:]:
+                    if a.span_id in self._dropped or b.span_id in self._dropped or not _one_call(a, b):
+                        continue
+                    keep, drop = sorted((a, b), key=self._served_first)
+                    self.calls[keep.span_id] = self.calls[keep.span_id].merge(self.calls[drop.span_id])
+                    self._dropped.add(drop.span_id)
+                    self.merged.append((keep, drop))
+        return self._dropped
+
+    def _served_first(self, span: SpanRecord) -> tuple[bool, bool, int]:
+        call = self.calls[span.span_id]
+        served = call.response_model is not None and call.response_model != call.request_model
+        # The client span sits inside the framework's: it starts later.
+        return call.response_id is None, not served, -span.start_time_unix_nano
+
+
+def _one_call(a: SpanRecord, b: SpanRecord) -> bool:
+    # Two instrumentations (a framework's and its client library's); one library's two spans are
+    # two calls even with the same text (an agent's steps differ only in tool messages).
+    if a.scope_name == b.scope_name:
+        return False
+    overlap = a.start_time_unix_nano < b.end_time_unix_nano and b.start_time_unix_nano < a.end_time_unix_nano
+    related = (a.parent_span_id == b.parent_span_id or a.parent_span_id == b.span_id
+               or b.parent_span_id == a.span_id)
+    return overlap and related
 
 
 def _split(inputs: Sequence[Message]) -> tuple[str | None, list[Message], list[str]]:
@@ -266,8 +313,11 @@ def build_turn(spans: Sequence[SpanRecord], logs: Sequence[LogRecord], mapping: 
     final = max(answered, key=lambda s: (s.end_time_unix_nano, s.start_time_unix_nano))
     call = reading.calls[final.span_id]
     if len(reading.chats) > 1:
-        ex.note(f"{len(reading.chats)} chat spans; {len(reading.chats) - len(leaves)} wrap another chat call; "
-                f"the answer is the last one to end")
+        ex.note(f"{len(reading.chats)} chat spans; {len(reading.chats) - len(leaves) - len(reading.merged)} wrap "
+                f"another chat call; the answer is the last one to end")
+    for kept, dropped in reading.merged:
+        ex.note(f"{_describe(dropped)} and {_describe(kept)} record the same call (same input messages, at the "
+                f"same time): counted once, read from the second")
     ex.note(f"answering call: {_describe(final)}, read as {call.convention}")
     ordered = [final, root] + [s for s in trace.spans if s is not final and s is not root]
 

@@ -82,7 +82,7 @@ def _first_int(a: Any, keys: Sequence[str]) -> int | None:
 
 class GenAI:
     name = "genai"
-    role_keys = frozenset({OPERATION, RETRIEVAL_DOCUMENTS})
+    role_keys = frozenset({OPERATION, RETRIEVAL_DOCUMENTS, INPUT_MESSAGES, OUTPUT_MESSAGES})
     reads = AttributeSelection(frozenset({
         OPERATION, PROVIDER, SYSTEM, REQUEST_MODEL, RESPONSE_MODEL, RESPONSE_ID, CONVERSATION_ID, *INPUT_TOKENS,
         *OUTPUT_TOKENS, INPUT_MESSAGES, OUTPUT_MESSAGES, SYSTEM_INSTRUCTIONS, RETRIEVAL_DOCUMENTS, RETRIEVAL_QUERY,
@@ -101,6 +101,10 @@ class GenAI:
             return TOOL
         if op in ENTRY_OPERATIONS:
             return ENTRY
+        if op is None and (INPUT_MESSAGES in a or OUTPUT_MESSAGES in a):
+            # Messages without an operation name are a model call: OpenLLMetry-JS writes them on
+            # the AI SDK's spans and names the operation only in the span name.
+            return CHAT
         return None
 
     def llm_call(self, span: SpanRecord, trace: TraceView) -> LlmCall | None:
@@ -180,7 +184,7 @@ class GenAI:
         return attr_str(span.attributes, CONVERSATION_ID)
 
     def content_hint(self, span: SpanRecord) -> str | None:
-        if span.attributes.get(OPERATION) not in CHAT_OPERATIONS:
+        if self.role(span) != CHAT:
             return None
         for prefix, hint in _CONTENT_SWITCHES:
             if span.scope_name.startswith(prefix):

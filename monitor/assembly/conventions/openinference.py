@@ -38,6 +38,13 @@ RETRIEVAL_DOCUMENTS = "retrieval.documents"  # retrieval.documents.N.document.id
 RERANKER_OUTPUT_DOCUMENTS = "reranker.output_documents"
 RERANKER_QUERY = "reranker.query"
 SESSION_ID = "session.id"
+METADATA = "metadata"
+OUTPUT_MIME_TYPE = "output.mime_type"
+# The app's metadata, flattened (openinference-vercel copies ai.telemetry.metadata.* here) or JSON:
+# a session id under the names apps give it, when no session.id was set.
+_SESSION_NAMES = ("sessionId", "session_id", "conversationId", "conversation_id", "threadId", "thread_id",
+                  "chatId", "chat_id")
+METADATA_SESSION_KEYS = tuple(f"{METADATA}.{k}" for k in _SESSION_NAMES)
 
 _ROLES = {"LLM": CHAT, "EMBEDDING": EMBEDDING, "RETRIEVER": RETRIEVAL, "RERANKER": RERANK, "TOOL": TOOL,
           "CHAIN": ENTRY, "AGENT": ENTRY}
@@ -58,15 +65,22 @@ def _response(a: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     if isinstance(resp.get("generations"), list):
         meta: dict[str, Any] = {}
-        llm_output = resp.get("llm_output")
+        message_id = None
+        llm_output = resp.get("llm_output", resp.get("llmOutput"))  # Python / LangChain.js
         try:
             message = resp["generations"][-1][-1]["message"]
             kwargs = message.get("kwargs", message.get("data", {}))
             meta = kwargs.get("response_metadata") or {}
+            # LangChain.js keeps the provider's response id as the message id; Python's message
+            # id is a LangChain run id (lc_run--…, run-…), never the response's.
+            message_id = as_str(kwargs.get("id"))
         except (IndexError, KeyError, TypeError, AttributeError):
             meta = {}
         merged = {**(llm_output if isinstance(llm_output, dict) else {}), **meta}
-        return {"id": merged.get("id"), "model": merged.get("model_name") or merged.get("model")}
+        if message_id and message_id.startswith(("lc_run", "run-")):
+            message_id = None
+        return {"id": merged.get("id") or message_id, "model": merged.get("model_name") or merged.get("model"),
+                "provider": merged.get("model_provider")}
     return resp
 
 
@@ -98,12 +112,35 @@ def _value_messages(a: Mapping[str, Any]) -> tuple[list[Message], list[Message]]
     return inputs, outputs
 
 
+def _langchain_provider(a: Mapping[str, Any], resp: Mapping[str, Any] | None) -> str | None:
+    """LangChain.js's LLM spans name no provider attribute: its response metadata
+    (``model_provider``) and run metadata (``ls_provider``) do."""
+    found = as_str(resp.get("provider")) if resp else None
+    if found:
+        return found
+    meta = load_json(a.get(METADATA)) if METADATA in a else None
+    return as_str(meta.get("ls_provider")) if isinstance(meta, dict) else None
+
+
+def _text_output(a: Mapping[str, Any]) -> list[Message]:
+    """The answer as plain text in ``output.value`` (``output.mime_type=text/plain``): what
+    openinference-vercel writes for a text answer, with no ``llm.output_messages``."""
+    value = a.get(OUTPUT_VALUE)
+    if not isinstance(value, str) or not value.strip():
+        return []
+    mime = a.get(OUTPUT_MIME_TYPE)
+    if mime == "text/plain" or (mime is None and load_json(value) is None):
+        return [Message("assistant", value)]
+    return []
+
+
 class OpenInference:
     name = "openinference"
     role_keys = frozenset({SPAN_KIND})
     reads = AttributeSelection(
         frozenset({SPAN_KIND, MODEL_NAME, INVOCATION_PARAMETERS, PROVIDER, SYSTEM, TOKEN_PROMPT, TOKEN_COMPLETION,
-                   PROMPT_TEMPLATE, INPUT_VALUE, OUTPUT_VALUE, RERANKER_QUERY, SESSION_ID}),
+                   PROMPT_TEMPLATE, INPUT_VALUE, OUTPUT_VALUE, OUTPUT_MIME_TYPE, RERANKER_QUERY, SESSION_ID, METADATA,
+                   *METADATA_SESSION_KEYS}),
         tuple(p + "." for p in (INPUT_MESSAGES, OUTPUT_MESSAGES, RETRIEVAL_DOCUMENTS, RERANKER_OUTPUT_DOCUMENTS)))
 
     def role(self, span: SpanRecord) -> str | None:
@@ -119,6 +156,8 @@ class OpenInference:
         if not inputs:
             inputs, from_value = _value_messages(a)
             outputs = outputs or from_value
+        if not outputs and inputs:
+            outputs = _text_output(a)
         requested = _requested_model(a)
         resp = _response(a)
         return LlmCall(
@@ -130,7 +169,7 @@ class OpenInference:
             # has one (openai), the request's otherwise; only trust it as the response model
             # when it differs from what was asked or a response object confirms it.
             response_model=(as_str(resp.get("model")) if resp else None) or _response_model(a, requested),
-            provider=attr_str(a, PROVIDER) or attr_str(a, SYSTEM),
+            provider=attr_str(a, PROVIDER) or attr_str(a, SYSTEM) or _langchain_provider(a, resp),
             response_id=as_str(resp.get("id")) if resp else None,
             input_tokens=as_int(a.get(TOKEN_PROMPT)),
             output_tokens=as_int(a.get(TOKEN_COMPLETION)),
@@ -161,7 +200,15 @@ class OpenInference:
         return input_text(span.attributes.get(INPUT_VALUE))
 
     def conversation_id(self, span: SpanRecord) -> str | None:
-        return attr_str(span.attributes, SESSION_ID)
+        a = span.attributes
+        found = attr_str(a, SESSION_ID) or next((v for k in METADATA_SESSION_KEYS if (v := attr_str(a, k))), None)
+        if found or METADATA not in a:
+            return found
+        # The span's metadata as one JSON object (LangChain and the Python instrumentations).
+        meta = load_json(a.get(METADATA))
+        if isinstance(meta, dict):
+            return next((v for k in _SESSION_NAMES if isinstance(v := meta.get(k), str) and v), None)
+        return None
 
     def content_hint(self, span: SpanRecord) -> str | None:
         return _HINT if self.role(span) == CHAT else None
