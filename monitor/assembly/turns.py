@@ -43,6 +43,7 @@ NO_TURN_REASONS: dict[str, str] = {
     "no_answer": "the chat call has no output message",
     "internal_error": "assembling the trace failed (a bug: please report it with `rag-monitor inspect`)",
 }
+_MS = 1_000_000
 _HISTORY_ROLES = frozenset({"user", "assistant", "human", "ai", "model"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 _ROLE_NAMES = {"human": "user", "ai": "assistant", "model": "assistant"}
@@ -231,8 +232,11 @@ def _documents(reading: _Reading, before_ns: int, mapping: AttributeMapping) -> 
     """The last retrieval/rerank/search-tool step with documents that ended before the call."""
     best: Retrieval | None = None
     best_span: SpanRecord | None = None
+    # OpenTelemetry JS stamps a span's start in whole milliseconds and its end in nanoseconds: a
+    # tool that ended 0.1 ms "after" a call that started on a millisecond boundary came first.
+    slack = _MS if before_ns % _MS == 0 else 1
     for s in reading.trace.spans:
-        if s.end_time_unix_nano > before_ns + 1:
+        if s.end_time_unix_nano > before_ns + slack:
             continue
         if best_span is not None and s.end_time_unix_nano < best_span.end_time_unix_nano:
             continue
