@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 _ORDER_LOCK = 0x7261676D6F6E01  # pg_advisory_xact_lock key: result batches, fleet-wide, one at a time
 _RETENTION_LOCK = 0x7261676D6F6E02  # one replica applies retention at a time
 _DELETE_CHUNK = 5000
-_BACKOFF_FIRST, _BACKOFF_MAX = 0.2, 30.0
+_BACKOFF_FIRST, _BACKOFF_MAX = 0.2, 10.0
 _INSERT_RESULT = insert_result("postgresql")
 _INSERT_SCORE = insert_score("postgresql")
 _LEASE = "now() + make_interval(secs => %s)"
@@ -69,6 +69,20 @@ _CLAIM = (f"UPDATE pending SET claimant = %s, lease_until = {_LEASE} WHERE seq I
           "SELECT seq FROM pending WHERE (lease_until IS NULL OR lease_until < now()) "
           "AND claimant IS DISTINCT FROM %s ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED) "
           "RETURNING seq, trace_id, payload")
+
+
+class _OncePerCause(logging.Filter):
+    """Drops the pool's own warnings per failed connection attempt for this store's pool: the
+    store logs the cause once itself (``_note_down``), and attempts repeat every few seconds."""
+
+    def __init__(self, pool_name: str) -> None:
+        super().__init__()
+        self._pool_name = pool_name
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        attempt = isinstance(record.msg, str) and record.msg.startswith(("error connecting in",
+                                                                         "reconnection attempt in pool"))
+        return not (attempt and isinstance(record.args, tuple) and self._pool_name in record.args)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -110,6 +124,7 @@ class PostgresStore(BatchWriter):
         self._kick = asyncio.Event()  # the spill has something: try now rather than at the next tick
         self._causes: set[str] = set()  # failures logged since the database was last reachable
         self._tasks: list[asyncio.Task[None]] = []
+        self._pool_filter = _OncePerCause(f"rag-monitor-store-{replica_id}")
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -132,10 +147,14 @@ class PostgresStore(BatchWriter):
         assert cfg.url is not None
         pool = AsyncConnectionPool(
             cfg.url.get_secret_value(), min_size=1, max_size=cfg.pool_size, open=False, timeout=cfg.timeout_seconds,
-            name="rag-monitor-store", check=AsyncConnectionPool.check_connection,
+            name=self._pool_filter._pool_name, check=AsyncConnectionPool.check_connection,
+            # The pool's own reconnection backs off to minutes; give up fast and let the next
+            # use (the supervisor's, on its own backoff of at most 10 s) try again.
+            reconnect_timeout=cfg.timeout_seconds,
             kwargs={"autocommit": True, "connect_timeout": max(1, round(cfg.timeout_seconds)),
                     "application_name": f"rag-monitor {self._replica}"[:63],
                     "options": f"-c statement_timeout={round(cfg.timeout_seconds * 1000)}"})
+        logging.getLogger("psycopg.pool").addFilter(self._pool_filter)
         await pool.open(wait=False)
         self._pool = pool
         self._ready = asyncio.Event()
@@ -146,6 +165,7 @@ class PostgresStore(BatchWriter):
         except StoreOpenError:
             self._pool = None
             await pool.close()
+            logging.getLogger("psycopg.pool").removeFilter(self._pool_filter)
             raise
         except Exception as exc:
             if not _retryable(exc):
@@ -190,6 +210,7 @@ class PostgresStore(BatchWriter):
                 self._spill.drop_oldest()
         self._pool = None
         await pool.close(timeout=max(0.1, deadline - loop.time()))
+        logging.getLogger("psycopg.pool").removeFilter(self._pool_filter)
 
     # ------------------------------------------------------------------ writes
     async def _write_batch(self, batch: Batch) -> None:
