@@ -279,6 +279,27 @@ def _usage(calls: Sequence[LlmCall]) -> TokenUsage:
     return TokenUsage(sum(ins) if ins else None, sum(outs) if outs else None)
 
 
+def _unreadable(trace: TraceView, conventions: Sequence[Convention], ex: Explanation) -> str | None:
+    """Spans a convention recognises as GenAI but cannot read, each noted; the first one as the
+    trace's hint (None: nothing GenAI-like, the generic hint stands)."""
+    found: dict[str, str] = {}
+    for s in trace.spans:
+        span = s  # bound for the lambda, which _first calls right away
+        why = _first(conventions, lambda c: c.diagnose(span))
+        if why:
+            found[s.span_id] = f"{_describe(s)} is {why}"
+    for text in found.values():
+        ex.note(text)
+    if not found:
+        return None
+    # The hint names the one most like the answering call: innermost, ended last.
+    wrappers = {a for sid in found for a in trace.ancestors(trace.by_id[sid])}
+    first = max((trace.by_id[sid] for sid in found),
+                key=lambda s: (s.span_id not in wrappers, s.end_time_unix_nano, s.start_time_unix_nano))
+    more = f" (and {len(found) - 1} more such spans)" if len(found) > 1 else ""
+    return f"no span reads as a chat call: {found[first.span_id]}{more}"
+
+
 def span_attributes_read(mapping: AttributeMapping,
                          conventions: Sequence[Convention] = CONVENTIONS) -> AttributeSelection:
     """Every span attribute :func:`build_turn` can read with this mapping: the conventions' keys
@@ -304,7 +325,7 @@ def build_turn(spans: Sequence[SpanRecord], logs: Sequence[LogRecord], mapping: 
     ex.instrumentations = sorted({s.scope_name for s in trace.spans if s.scope_name})
     root = trace.root
     if not reading.chats:
-        raise NoTurn("no_chat_call")
+        raise NoTurn("no_chat_call", _unreadable(trace, conventions, ex))
     leaves = reading.leaf_chats()
     answered = [s for s in leaves if reading.calls[s.span_id].has_content]
     if not answered and _lookup(trace.spans, mapping.question) and _lookup(trace.spans, mapping.answer):

@@ -184,3 +184,78 @@ def test_calls_that_are_not_one_call_are_never_merged(case):
     }[case]
     turn = build_turn([ROOT, first, second], [], AttributeMapping())
     assert turn.usage.input_tokens == 30
+
+
+# ---------------------------------------------------------------------------------------------
+# inspect --explain: GenAI spans recognised but not readable are named, not "install an instrumentation"
+# ---------------------------------------------------------------------------------------------
+
+def _capture_spans(case: str) -> list[SpanRecord]:
+    from pathlib import Path
+
+    from monitor.receivers.decode import decode_traces, sniff_format
+
+    directory = Path(__file__).resolve().parent.parent / "testdata" / "captures" / case
+    spans: list[SpanRecord] = []
+    for f in sorted(directory.glob("traces-*")):
+        body = f.read_bytes()
+        spans += decode_traces(body, sniff_format(body), None, 1 << 20).records
+    first = spans[0].trace_id
+    return [s for s in spans if s.trace_id == first]
+
+
+def _without(spans: list[SpanRecord], *keys: str) -> list[SpanRecord]:
+    return [s._replace(attributes={k: v for k, v in s.attributes.items() if k not in keys}) for s in spans]
+
+
+def test_explain_names_an_ai_sdk_span_that_lost_its_operation_id():
+    spans = _without(_capture_spans("aisdk6-native-generate"), "ai.operationId")
+    ex = Explanation()
+    with pytest.raises(NoTurn) as exc:
+        build_turn(spans, [], AttributeMapping(), explanation=ex)
+    assert exc.value.reason == "no_chat_call"
+    assert "'ai.generateText.doGenerate" in exc.value.hint and "without ai.operationId" in exc.value.hint
+    assert "installed" not in exc.value.hint
+    assert sum("without ai.operationId" in n for n in ex.notes) == 3  # the 2 model calls and their wrapper
+
+
+def test_explain_names_a_genai_span_without_operation_or_messages():
+    spans = _without(_capture_spans("aisdk6-traceloop-generate"), "ai.operationId", "gen_ai.input.messages",
+                     "gen_ai.output.messages", "gen_ai.operation.name")
+    with pytest.raises(NoTurn) as exc:
+        build_turn(spans, [], AttributeMapping())
+    assert exc.value.reason == "no_chat_call"
+    assert "span 'chat gpt-4o-mini'" in exc.value.hint
+    assert "neither gen_ai.operation.name nor gen_ai.input/output.messages" in exc.value.hint
+
+
+def test_ai_sdk_model_call_without_content_names_the_switches():
+    spans = _without(_capture_spans("aisdk6-native-generate"), "ai.prompt.messages", "ai.response.text",
+                     "ai.prompt")
+    with pytest.raises(NoTurn) as exc:
+        build_turn(spans, [], AttributeMapping())
+    assert exc.value.reason == "no_message_content"
+    assert "experimental_telemetry" in exc.value.hint and "recordInputs" in exc.value.hint
+
+
+def test_inspect_explain_prints_the_unreadable_span(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    source = Path(__file__).resolve().parent.parent / "testdata" / "captures" / "aisdk6-native-generate"
+    request = ExportTraceServiceRequest.FromString((source / "traces-001.pb").read_bytes())
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for sp in ss.spans:
+                kept = [kv for kv in sp.attributes if kv.key != "ai.operationId"]
+                del sp.attributes[:]
+                sp.attributes.extend(kept)
+    path = tmp_path / "traces.pb"
+    path.write_bytes(request.SerializeToString())
+    out = subprocess.run([sys.executable, "-m", "monitor.cli", "inspect", "--explain", "--traces", str(path)],
+                         capture_output=True, text=True).stdout
+    assert "NO TURN (no_chat_call): no span reads as a chat call: span 'ai.generateText.doGenerate" in out, out
+    assert "is a GenAI/LLM instrumentation installed" not in out

@@ -64,8 +64,9 @@ _TOOL_CALL = "ai.toolCall"
 # The AI SDK's provider ids are "<provider>.<api>"; the GenAI convention's names where they differ.
 _PROVIDERS = {"azure": "azure.ai.openai", "google": "gcp.gemini", "vertex": "gcp.vertex_ai",
               "amazon-bedrock": "aws.bedrock", "mistral": "mistral_ai", "xai": "x_ai"}
-_HINT = ("AI SDK: pass experimental_telemetry: { isEnabled: true } to generateText/streamText (recordInputs "
-         "and recordOutputs must stay true) and register an OpenTelemetry tracer provider")
+_HINT = ("AI SDK: pass experimental_telemetry: { isEnabled: true } to generateText/streamText and leave "
+         "recordInputs/recordOutputs on (AI SDK 7: the same in telemetry); with OpenLLMetry-JS also "
+         "traceContent: true (TRACELOOP_TRACE_CONTENT)")
 
 
 def _operation(span: SpanRecord) -> str:
@@ -200,6 +201,18 @@ class AISDK:
 
     def content_hint(self, span: SpanRecord) -> str | None:
         return _HINT if _operation(span) in _MODEL_CALLS else None
+
+    def diagnose(self, span: SpanRecord) -> str | None:
+        op = _operation(span)
+        if op and self.role(span) is None:
+            return (f"an AI SDK span with ai.operationId '{op}', which is no text or object generation, tool "
+                    f"call or embedding that rag-monitor reads")
+        # The AI SDK names its spans after the operation (OpenLLMetry-JS renames them: its GenAI
+        # attributes then speak for the span).
+        if not op and span.name.startswith(("ai.generate", "ai.stream")):
+            return ("an AI SDK span without ai.operationId: its attributes were dropped or renamed on the way "
+                    "(a span processor or collector that filters attributes?)")
+        return None
 
 
 CONVENTION = AISDK()

@@ -141,6 +141,13 @@ class Convention(Protocol):
         content capture on, in the words of that library's docs."""
         ...
 
+    def diagnose(self, span: SpanRecord) -> str | None:
+        """For a span this convention recognises as GenAI but cannot read (no role, or nothing a
+        turn needs): what it lacks and what to change, as a sentence. Asked only when a trace has
+        no chat call, so that ``inspect --explain`` names the span instead of suggesting an
+        instrumentation that is already installed."""
+        ...
+
 
 def attr_str(attrs: Mapping[str, object], key: str) -> str | None:
     v = attrs.get(key)

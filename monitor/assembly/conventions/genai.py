@@ -183,6 +183,9 @@ class GenAI:
     def conversation_id(self, span: SpanRecord) -> str | None:
         return attr_str(span.attributes, CONVERSATION_ID)
 
+    def diagnose(self, span: SpanRecord) -> str | None:
+        return _diagnose(span)
+
     def content_hint(self, span: SpanRecord) -> str | None:
         if self.role(span) != CHAT:
             return None
@@ -190,6 +193,23 @@ class GenAI:
             if span.scope_name.startswith(prefix):
                 return hint
         return _GENERIC_SWITCH
+
+
+def _diagnose(span: SpanRecord) -> str | None:
+    a = span.attributes
+    op = a.get(OPERATION)
+    described = any(k in a for k in (REQUEST_MODEL, RESPONSE_MODEL, *INPUT_TOKENS, *OUTPUT_TOKENS))
+    if op is None and described:
+        switch = next((hint for prefix, hint in _CONTENT_SWITCHES if span.scope_name.startswith(prefix)),
+                      _GENERIC_SWITCH)
+        return ("a GenAI span with a model and token counts but neither gen_ai.operation.name nor "
+                f"gen_ai.input/output.messages, so it cannot be told from a wrapper: {switch}")
+    if isinstance(op, str) and described and op not in _KNOWN_OPERATIONS:
+        return f"a GenAI span whose gen_ai.operation.name '{op}' is not a chat, retrieval, tool or agent operation"
+    return None
+
+
+_KNOWN_OPERATIONS = CHAT_OPERATIONS | EMBEDDING_OPERATIONS | RETRIEVAL_OPERATIONS | ENTRY_OPERATIONS | {"execute_tool"}
 
 
 def _tool_query(arguments: Any) -> str | None:

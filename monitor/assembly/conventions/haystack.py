@@ -140,5 +140,8 @@ class Haystack:
     def content_hint(self, span: SpanRecord) -> str | None:
         return _HINT if _component_type(span).endswith("Generator") else None
 
+    def diagnose(self, span: SpanRecord) -> str | None:
+        return None
+
 
 CONVENTION = Haystack()

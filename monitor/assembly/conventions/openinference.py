@@ -213,6 +213,13 @@ class OpenInference:
     def content_hint(self, span: SpanRecord) -> str | None:
         return _HINT if self.role(span) == CHAT else None
 
+    def diagnose(self, span: SpanRecord) -> str | None:
+        a = span.attributes
+        if SPAN_KIND not in a and (MODEL_NAME in a or TOKEN_PROMPT in a):
+            return ("an OpenInference LLM span without openinference.span.kind (a span processor that drops "
+                    "it, or an exporter that renames attributes?)")
+        return None
+
 
 def _response_model(a: Mapping[str, Any], requested: str | None) -> str | None:
     # llm.model_name is the response's model where the instrumentation saw one (openai) and the

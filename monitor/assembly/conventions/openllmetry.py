@@ -95,5 +95,11 @@ class OpenLLMetry:
     def content_hint(self, span: SpanRecord) -> str | None:
         return _HINT if self.role(span) == CHAT else None
 
+    def diagnose(self, span: SpanRecord) -> str | None:
+        req = span.attributes.get(REQUEST_TYPE)
+        if isinstance(req, str) and req not in _CHAT_TYPES and req != "embedding":
+            return f"an OpenLLMetry span with llm.request.type '{req}', which is no chat or completion call"
+        return None
+
 
 CONVENTION = OpenLLMetry()
