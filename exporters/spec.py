@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from monitor.telemetry import Instrument
 
-__all__ = ["Instrument", "SCRAPE_TIME", "EVALUATION", "ROLLING", "JAILBREAK", "JUDGE", "SAMPLING",
+__all__ = ["Instrument", "SCRAPE_TIME", "FLEET", "EVALUATION", "ROLLING", "JAILBREAK", "JUDGE", "SAMPLING",
            "SCORE_BUCKETS", "JUDGE_LATENCY_BUCKETS"]
 
 # Native-scale scores: 0–1 metrics (F1, answer_relevance, precision…), 0–5 (answer_similarity)
@@ -36,6 +36,16 @@ SCRAPE_TIME: tuple[Instrument, ...] = (
 )
 
 
+# Fleet mode (monitor.fleet), read at scrape time; absent without fleet.redis_url.
+FLEET: tuple[Instrument, ...] = (
+    Instrument("rag_monitor_fleet_degraded", "1 while this replica cannot use the fleet's Redis (down or slower "
+               "than fleet.timeout_seconds) and follows fleet.on_redis_failure; else 0.", "gauge"),
+    Instrument("rag_monitor_fleet_replicas", "Replicas of the fleet alive at the last heartbeat (the last known "
+               "count while Redis is away).", "gauge"),
+    Instrument("rag_monitor_fleet_pending_decisions", "Turns waiting for the fleet's sampling decision.", "gauge"),
+    Instrument("rag_monitor_weights_held", "Evaluation results held until their post-stratified weight is final.",
+               "gauge"),
+)
 # The label sets below are the base; the allow-listed labels of ``exporters.labels`` (route,
 # model…) are appended after ``service`` at run time.
 EVALUATION: tuple[Instrument, ...] = (

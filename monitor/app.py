@@ -43,8 +43,15 @@ from monitor.evaluation.content_safety.client import ContentSafetyClient
 from monitor.evaluation.content_safety.telemetry import ServiceTelemetry
 from monitor.evaluation.registry import build_evaluators
 from monitor.evaluation.stage import EvaluationStage
+from samplers.weight_gate import CellFactors, WeightGate
+from monitor.fleet.decisions import FleetDecider
+from monitor.fleet.judge_budget import FleetJudgeBudget
+from monitor.fleet.link import FleetLink
+from monitor.fleet.status import FleetCollector, fleet_document
+from monitor.fleet.traffic import FleetTraffic
 from monitor.interfaces import ResultConsumer
 from monitor.judge.client import JudgeClient
+from monitor.judge.clock import LoopClock
 from monitor.judge.telemetry import TeeJudgeTelemetry
 from monitor.model import Conversation, Turn
 from monitor.receivers.forward import Forwarder
@@ -56,8 +63,10 @@ from monitor.redaction.sinks import TextFreeResults
 
 from monitor.startup import StartupSummary, startup_summary
 from samplers.build import build_sampler
+from samplers.config import walk_policies
 from samplers.describe import describe_sampling
 from samplers.stage import SamplingStage
+from samplers.weighting import CellLedger
 
 __all__ = ["Sidecar", "NullConversationSink", "FanOut", "freeze_startup_heap"]
 
@@ -148,7 +157,12 @@ class Sidecar:
         self.jsonl: JsonlSink | None = None
         self.otlp_metrics: OtlpMetrics | None = None
         self.evaluation_events: EvaluationEvents | None = None
+        self.fleet: FleetLink | None = None
+        self.fleet_traffic: FleetTraffic | None = None
+        self.fleet_decider: FleetDecider | None = None
+        self.weight_gate: WeightGate | None = None
         self._collector: ScrapeTimeCollector | None = None
+        self._fleet_collector: FleetCollector | None = None
 
     def _build(self) -> list[Any]:
         cfg = self.config
@@ -162,14 +176,31 @@ class Sidecar:
                                   if exp.evaluation_events.enabled else None)
         judge_telemetry = (TeeJudgeTelemetry(self.judge_telemetry, self.otlp_metrics)
                            if self.otlp_metrics else self.judge_telemetry)
-        self.judge = JudgeClient(cfg.judge, telemetry=judge_telemetry) if cfg.judge.enabled else None
+        self._build_fleet()
+        fleet_budget = (FleetJudgeBudget(
+            self.fleet, requests_per_minute=cfg.judge.requests_per_minute, tokens_per_minute=cfg.judge.tokens_per_minute,
+            on_exhausted=cfg.judge.on_budget_exhausted, max_wait_seconds=cfg.judge.max_budget_wait_seconds,
+            clock=LoopClock(), telemetry=judge_telemetry)
+            if self.fleet is not None and (cfg.judge.requests_per_minute or cfg.judge.tokens_per_minute) else None)
+        self.judge = (JudgeClient(cfg.judge, telemetry=judge_telemetry, budget=fleet_budget)
+                      if cfg.judge.enabled else None)
         self.content_safety = (ContentSafetyClient(cfg.evaluation.content_safety,
                                                    telemetry=ServiceTelemetry(judge_telemetry))
                                if cfg.evaluation.content_safety is not None and service_metric_ids(cfg.evaluation)
                                else None)
-        sampler = build_sampler(cfg.sampling, time.monotonic, self.sampling_telemetry)
+        # In a fleet the adaptive policies run on the wall clock, aligned with the other replicas.
+        sampler = (build_sampler(cfg.sampling, time.time, self.sampling_telemetry, shared=self.fleet_traffic)
+                   if self.fleet_traffic is not None else
+                   build_sampler(cfg.sampling, time.monotonic, self.sampling_telemetry))
+        ledger = CellLedger(cfg.sampling.weight_interval_seconds)
         sampling = SamplingStage(sampler, max_conversations=cfg.sampling.max_conversations,
-                                 telemetry=self.sampling_telemetry)
+                                 telemetry=self.sampling_telemetry, ledger=ledger)
+        if self.fleet is not None and self.fleet_traffic is not None:
+            # A decision outlives its conversation's idle timeout: later turns must find it.
+            self.fleet_decider = FleetDecider(
+                sampling, self.fleet, self.fleet_traffic, self.telemetry,
+                ttl_seconds=max(3600.0, 2 * cfg.assembly.conversation_idle_seconds),
+                max_pending=cfg.fleet.max_pending_decisions)
         self.store = ResultStore(exp.store, self.telemetry) if exp.store.enabled else None
         self.jsonl = JsonlSink(exp.jsonl, self.telemetry) if exp.jsonl.path else None
         sinks: tuple[ResultConsumer, ...] = tuple(c for c in (self.store, self.jsonl, self.evaluation_events)
@@ -180,13 +211,16 @@ class Sidecar:
         backlog = self.store if keep_text else None  # the durable backlog holds turn text
         # Redaction of each sampled turn, before the judge, the backlog and every sink see it.
         redact = Redactor(cfg.redaction, self.telemetry).redact_turn if cfg.redaction.enabled else None
+        consumers: tuple[ResultConsumer, ...] = (LabelFanOut(self.labels, [c for c in (self.results, self.rolling, self.otlp_metrics)
+                                               if c is not None]),
+                     self.jailbreak, *sinks, *self._extra_consumers)
+        # Results of a capped policy wait for their post-stratified weight (samplers.weighting).
+        self.weight_gate = WeightGate(consumers, CellFactors(ledger, self.fleet_traffic), self.telemetry)
         self.evaluation = EvaluationStage(
             sampling, build_evaluators(cfg.evaluation, self.judge, content_safety=self.content_safety),
-            (LabelFanOut(self.labels, [c for c in (self.results, self.rolling, self.otlp_metrics) if c is not None]),
-             self.jailbreak, *sinks, *self._extra_consumers),
-            self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=backlog,
+            (self.weight_gate,), self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=backlog,
             max_queue_bytes=cfg.evaluation.max_queue_bytes, local_workers=cfg.evaluation.local_workers,
-            local_queue_size=cfg.evaluation.local_queue_size, prepare=redact)
+            local_queue_size=cfg.evaluation.local_queue_size, prepare=redact, fleet=self.fleet_decider)
         self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)),
                                                  self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
@@ -201,7 +235,15 @@ class Sidecar:
                           judge_enabled=cfg.judge.enabled, sampling=describe_sampling(cfg.sampling),
                           no_turn_hints=NO_TURN_REASONS)
         health = PipelineHealth(self.registry, recent_seconds=min(sec for _, sec in self.rolling.windows))
-        pipeline = PipelineStatus(health, setting, lambda: self.startup.lines if self.startup else {})
+        gate, decider = self.weight_gate, self.fleet_decider
+        held = (lambda: gate.held)
+        pending = (lambda: decider.pending if decider is not None else 0)
+        link = self.fleet
+        pipeline = PipelineStatus(health, setting, lambda: self.startup.lines if self.startup else {},
+                                  fleet=(lambda: fleet_document(link, pending, held)) if link is not None else None)
+        if link is not None:
+            self._fleet_collector = FleetCollector(link, pending, held)
+            self.registry.register(self._fleet_collector)
         self.admin = AdminServer(cfg.admin, self.registry, self.ready,
                                  summary=self.rolling, store=self.store, telemetry=self.telemetry,
                                  catalogue=metric_catalogue(cfg.evaluation, cfg.judge.enabled), pipeline=pipeline,
@@ -231,8 +273,21 @@ class Sidecar:
         self.registry.register(self._collector)
         # Downstream first: the store before the admin server that queries it.
         return [c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events, self.admin, self.watch,
-                            self.judge, self.content_safety, self.evaluation, self.conversations, self.assembler,
+                            self.fleet, self.fleet_traffic, self.judge, self.content_safety, self.weight_gate,
+                            self.fleet_decider, self.evaluation, self.conversations, self.assembler,
                             self.forwarder, self.grpc, self.http) if c is not None]
+
+    def _build_fleet(self) -> None:
+        """Fleet mode (fleet.redis_url): the link to Redis and the fleet's traffic figures."""
+        cfg = self.config
+        if not cfg.fleet.enabled:
+            return
+        password = cfg.fleet.resolve_password()
+        self.fleet = FleetLink(cfg.fleet, self.telemetry, password=password)
+        horizon = max([getattr(p, "adjust_seconds", 0.0) for _, p in walk_policies(cfg.sampling.policies)] + [60.0])
+        self.fleet_traffic = FleetTraffic(self.fleet, self.telemetry,
+                                          interval_seconds=cfg.sampling.weight_interval_seconds,
+                                          horizon_seconds=horizon)
 
     async def _refill_windows(self, store: ResultStore) -> None:
         # After a restart the rolling windows would read "no data" for up to an hour; the
@@ -309,6 +364,9 @@ class Sidecar:
         if self._collector is not None:
             self.registry.unregister(self._collector)
             self._collector = None
+        if self._fleet_collector is not None:
+            self.registry.unregister(self._fleet_collector)
+            self._fleet_collector = None
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None

@@ -20,7 +20,7 @@ from monitor.assembly.config import AssemblyConfig, AttributeMapping
 from monitor.config_hints import suggest_key, user_loc
 from monitor.errors import ConfigError
 from monitor.evaluation.config import EvaluationConfig
-from monitor.fleet.config import FleetConfig
+from monitor.fleet.config import PASSWORD_ENV, FleetConfig
 from monitor.judge.config import JudgeConfig
 from monitor.net.addresses import is_loopback
 from monitor.receivers.config import ForwardConfig, GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
@@ -96,7 +96,8 @@ def _format_validation_error(exc: ValidationError, origin: Mapping[str, str]) ->
 
 def _apply_env(data: dict[str, Any], environ: Mapping[str, str], origin: dict[str, str]) -> None:
     for name, raw in sorted(environ.items()):
-        if not name.startswith(ENV_PREFIX) or name == ENV_PREFIX + "CONFIG":
+        # RAG_MONITOR_CONFIG names the file; RAG_MONITOR_REDIS_PASSWORD is a secret read by the fleet, never a key.
+        if not name.startswith(ENV_PREFIX) or name in (ENV_PREFIX + "CONFIG", PASSWORD_ENV):
             continue
         path = [p.lower() for p in name[len(ENV_PREFIX):].split("__") if p]
         if not path:

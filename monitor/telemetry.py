@@ -93,7 +93,8 @@ QUEUE_DROPPED = counter("rag_monitor_queue_dropped_total", "Items dropped becaus
 BACKLOG = counter(
     "rag_monitor_backlog_total",
     "Evaluation backlog events: deferred (sampled turns left unevaluated at shutdown, kept for the next start), "
-    "resumed (loaded at start), not_persisted (evaluated without a durable copy), invalid (unreadable rows "
+    "resumed (loaded at start), claimed (a stopped replica's rows taken over in a fleet), not_persisted (evaluated "
+    "without a durable copy), invalid (unreadable rows "
     "removed).", "event")
 
 

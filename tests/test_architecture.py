@@ -31,6 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "monitor.evaluation": {"monitor.judge"},  # the judge tier calls the judge client
     "exporters": set(),  # the exporters see results only
     "monitor.admin": {"exporters"},  # it serves what the exporters keep (store, windows)
+    # Fleet mode shares the samplers' decisions and the judge's budget through Redis, and declares its
+    # scrape-time gauges in the exporters' spec table.
+    "monitor.fleet": {"samplers", "monitor.judge", "exporters"},
 }
 
 _PROBE = """

@@ -4,7 +4,12 @@
 5 minutes or since start), "setup": {<stage>: <line>} (the start-up summary), "judge":
 {"enabled", "circuit" (closed | open | half_open)}, "stages": {<family>: {"total": {<key>: n},
 "recent": {<key>: n}}}, "queues": {<queue>: {"depth", "capacity"}}, "pending_traces",
-"open_conversations", "findings": [{"level" (warning | info), "code", "text"}]}``
+"open_conversations", "findings": [{"level" (warning | info), "code", "text"}], "fleet": F or null}``
+
+F (fleet mode, ``monitor.fleet.status``): ``redis`` (URL, password redacted), ``replica``, ``replicas``,
+``degraded`` (true while Redis is away), ``cause``, ``degraded_seconds``, ``on_redis_failure``,
+``pending_decisions``, ``weights_held``; a degraded fleet also opens the findings with
+``fleet_degraded``.
 
 Families (``monitor.admin.pipeline.COUNTERS``) and their keys: ``spans_received`` and
 ``logs_received`` by transport, ``otlp_metrics_received`` by outcome, ``spans_dropped`` by
@@ -31,12 +36,18 @@ def _recent_activity(recent: Mapping[str, Mapping[str, float]]) -> bool:
 
 
 def pipeline_document(health: PipelineHealth, reading: Reading, setting: Setting,
-                      setup: Mapping[str, str]) -> dict[str, Any]:
+                      setup: Mapping[str, str], fleet: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Build the document from a fresh ``reading`` (blocking only for the history lock)."""
     recent_since, recent = health.recent(reading)
     circuit = circuit_state(reading.gauges)
     basis = recent if _recent_activity(recent) else reading.counts
     findings = diagnose(basis, setting, pending_traces=reading.gauges.get("pending_traces", 0.0), circuit=circuit)
+    notes = [{"level": f.level, "code": f.code, "text": f.text} for f in findings]
+    if fleet is not None and fleet.get("degraded"):
+        notes.insert(0, {"level": "warning", "code": "fleet_degraded",
+                         "text": f"fleet degraded: Redis is away ({fleet.get('cause')}) for "
+                                 f"{fleet.get('degraded_seconds')} s; this replica follows on_redis_failure="
+                                 f"{fleet.get('on_redis_failure')}"})
     return {
         "generated_at": reading.at, "started_at": health.started_at, "recent_since": recent_since,
         "setup": dict(setup),
@@ -46,7 +57,8 @@ def pipeline_document(health: PipelineHealth, reading: Reading, setting: Setting
         "queues": {q: {"depth": d, "capacity": c} for q, (d, c) in sorted(reading.queues.items())},
         "pending_traces": reading.gauges.get("pending_traces", 0.0),
         "open_conversations": reading.gauges.get("open_conversations", 0.0),
-        "findings": [{"level": f.level, "code": f.code, "text": f.text} for f in findings],
+        "findings": notes,
+        "fleet": dict(fleet) if fleet is not None else None,
     }
 
 
@@ -58,7 +70,9 @@ class PipelineStatus:
     health: PipelineHealth
     setting: Setting
     setup: Callable[[], Mapping[str, str]]  # known once the ports are bound
+    fleet: Callable[[], Mapping[str, Any]] | None = None  # fleet mode's state (monitor.fleet.status)
 
     def document(self) -> dict[str, Any]:
         """A fresh reading and its document. Blocking: run in a thread."""
-        return pipeline_document(self.health, self.health.sample(), self.setting, self.setup())
+        return pipeline_document(self.health, self.health.sample(), self.setting, self.setup(),
+                                 self.fleet() if self.fleet is not None else None)

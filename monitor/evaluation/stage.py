@@ -12,6 +12,13 @@ the backlog when its result is stored; at shutdown what the deadline cuts off st
 (counted ``deferred``) and the next start evaluates it first (``resumed``). Without one, what the
 deadline cuts off is dropped and counted. Either way no accepted turn goes unaccounted.
 
+In a fleet a :class:`FleetDecisions` (``monitor.fleet.decisions.FleetDecider``) decides first
+turns through Redis, off the event loop's synchronous path: ``turn_added`` submits the turn and the
+decision arrives a round trip later (a known conversation's at once). With a backlog that can be
+claimed (``claim_expired``: the fleet's PostgreSQL store), the stage also takes over, every
+``claim_interval`` seconds, the backlog rows whose lease expired — a replica that died — so its
+sampled turns are evaluated by the others, once (the store's unique keys count a repeat).
+
 With ``local_workers`` > 0 the CPU-bound local metrics (every local-tier evaluator but the
 jailbreak detector, whose verdict the stage computes on arrival and the evaluator reuses) run in
 a :class:`LocalWorkerPool` of that many processes; a :class:`PooledEvaluator` takes their place
@@ -23,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from monitor.evaluation.local.jailbreak_attempt import JailbreakAttemptEvaluator, jailbreak_marker
 from monitor.evaluation.local.worker_pool import LocalWorkerPool, PooledEvaluator, split_offloadable
@@ -33,7 +40,7 @@ from monitor.interfaces import Evaluator, ResultConsumer
 from monitor.model import Conversation, EvaluationResult, SamplingDecision, Turn
 from monitor.telemetry import BACKLOG, QUEUE_DROPPED, Telemetry
 
-__all__ = ["DecisionSource", "EvaluationStage", "offload_local"]
+__all__ = ["DecisionSource", "FleetDecisions", "ClaimableBacklog", "EvaluationStage", "offload_local"]
 
 log = logging.getLogger(__name__)
 _QUEUE = "evaluation"
@@ -49,6 +56,18 @@ class DecisionSource(Protocol):
     def forget(self, conversation_id: str) -> None: ...
 
     def observe_usage(self, conversation_id: str, metric: str, tokens: int) -> None: ...
+
+
+class FleetDecisions(Protocol):
+    """Decisions shared by a fleet (``monitor.fleet.decisions.FleetDecider``)."""
+
+    def submit(self, turn: Turn, deliver: Callable[[Turn, SamplingDecision], None]) -> None:
+        """Call ``deliver`` with the conversation's decision, now or after the fleet answers; never waits."""
+        ...
+
+    async def drain(self) -> None:
+        """Deliver what is still waiting (decided locally) and stop taking batches."""
+        ...
 
 
 class Backlog(Protocol):
@@ -67,6 +86,15 @@ class Backlog(Protocol):
     async def load_backlog(self, after_seq: int, limit: int) -> list[tuple[int, Turn, SamplingDecision]]: ...
 
 
+@runtime_checkable
+class ClaimableBacklog(Protocol):
+    """A backlog shared by a fleet, whose rows carry a claimant and a lease (the PostgreSQL store)."""
+
+    async def claim_expired(self, limit: int) -> list[tuple[int, Turn, SamplingDecision]]:
+        """Claim up to ``limit`` rows whose lease expired (their replica died) for this replica."""
+        ...
+
+
 class EvaluationStage:
     """ConversationSink + Component."""
 
@@ -74,7 +102,8 @@ class EvaluationStage:
                  consumers: Sequence[ResultConsumer], telemetry: Telemetry, queue_size: int, workers: int,
                  backlog: Backlog | None = None, max_queue_bytes: int = 64 * 1024 * 1024,
                  local_workers: int = 0, local_queue_size: int = 64,
-                 prepare: Callable[[Turn], Turn] | None = None) -> None:
+                 prepare: Callable[[Turn], Turn] | None = None, fleet: FleetDecisions | None = None,
+                 claim_interval: float = 5.0) -> None:
         self._max_queue_bytes = max_queue_bytes
         self._queued_bytes = 0
         # Applied to each sampled turn before it is queued, kept in the backlog or evaluated: the
@@ -82,6 +111,9 @@ class EvaluationStage:
         # of it (it was a third of the serving process's CPU when every turn was redacted).
         self._prepare = prepare
         self._backlog = backlog
+        self._fleet = fleet
+        self._claim_interval = claim_interval
+        self._claim_task: asyncio.Task[None] | None = None
         self._resume_task: asyncio.Task[None] | None = None
         self._in_flight = 0
         self._sampling = sampling
@@ -111,7 +143,12 @@ class EvaluationStage:
         if not self._accepting or not self._evaluators:
             return
         turn = self._mark_jailbreak(turn)
-        decision = self._sampling.decide(turn)
+        if self._fleet is not None:
+            self._fleet.submit(turn, self._decided)
+        else:
+            self._decided(turn, self._sampling.decide(turn))
+
+    def _decided(self, turn: Turn, decision: SamplingDecision) -> None:
         if not decision.sampled:
             return
         if self._prepare is not None:
@@ -142,6 +179,8 @@ class EvaluationStage:
         self._workers = [asyncio.create_task(self._work(), name=f"evaluate-{i}") for i in range(self._n_workers)]
         if self._backlog is not None:
             self._resume_task = asyncio.create_task(self._resume(self._backlog), name="evaluation-resume")
+            if isinstance(self._backlog, ClaimableBacklog):
+                self._claim_task = asyncio.create_task(self._claim(self._backlog), name="evaluation-claim")
 
     async def _warm_up(self) -> None:
         """Read the local models now, not on the first turn: the detector's weights in a thread
@@ -183,6 +222,31 @@ class EvaluationStage:
             self._telemetry.add(BACKLOG, resumed, event="resumed")
             log.info("evaluation backlog: %d turns from the previous run queued for evaluation", resumed)
 
+    async def _claim(self, backlog: ClaimableBacklog) -> None:
+        """Take over the backlog rows of replicas that died (their lease expired), as room allows."""
+        claimed = 0
+        while self._accepting:
+            await asyncio.sleep(self._claim_interval)
+            room = self._queue.maxsize - self._queue.qsize()
+            if room < max(1, self._queue.maxsize // 4):
+                continue
+            try:
+                rows = await backlog.claim_expired(room)
+            except Exception:  # the store is away: the rows stay leased to nobody, claimed later
+                log.warning("claiming expired backlog rows failed", exc_info=True)
+                continue
+            for _, turn, decision in rows:
+                size = turn.text_bytes
+                try:
+                    self._queue.put_nowait((turn, decision, size))
+                except asyncio.QueueFull:  # our claim expires and another replica (or we) take it later
+                    break
+                self._queued_bytes += size
+                claimed += 1
+            if rows:
+                self._telemetry.add(BACKLOG, len(rows), event="claimed")
+                log.info("evaluation backlog: %d turns of a stopped replica claimed (%d so far)", len(rows), claimed)
+
     async def _work(self) -> None:
         while True:
             turn, decision, size = await self._queue.get()
@@ -206,7 +270,7 @@ class EvaluationStage:
             tokens = score.usage.prompt_tokens + score.usage.completion_tokens
             if tokens:
                 self._sampling.observe_usage(turn.conversation_id, score.metric, tokens)
-        result = EvaluationResult(turn, scores, decision.weight, decision.policy)
+        result = EvaluationResult(turn, scores, decision.weight, decision.policy, cell=decision.cell)
         for consumer in self._consumers:
             consumer.consume_result(result)
 
@@ -215,11 +279,14 @@ class EvaluationStage:
         What is left — queued or cut off mid-evaluation — stays in the backlog (``deferred``) or,
         without one, is dropped and counted. Never raises, never outlives ``deadline`` by more
         than the workers' cancellation."""
+        if self._fleet is not None:  # turns still waiting for the fleet's decision: decided here, queued
+            await self._fleet.drain()
         self._accepting = False
-        resume, self._resume_task = self._resume_task, None
-        if resume is not None:
-            resume.cancel()
-            await asyncio.gather(resume, return_exceptions=True)
+        tasks = [t for t in (self._resume_task, self._claim_task) if t is not None]
+        self._resume_task = self._claim_task = None
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         if not self._workers:
             return
         loop = asyncio.get_running_loop()

@@ -22,19 +22,41 @@ When a limiter has no room, the call waits (``on_budget_exhausted: wait``) until
 or ``max_budget_wait_seconds`` when that is set, or is shed at once (``shed``); a refused call
 raises ``JudgeError("budget_exhausted")``. Waiting is decided up front: when the earliest moment
 the call could fit is beyond its limit, it is shed without waiting in vain. Budgets are per
-replica (divide the fleet's budget by the replica count, or put a shared gateway in front).
+replica; in a fleet (``fleet.redis_url``) ``monitor.fleet.judge_budget`` keeps the same promise
+fleet-wide.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
+from typing import Literal, Protocol
 
 from monitor.judge.clock import Clock
 from monitor.judge.telemetry import JudgeTelemetry, NullJudgeTelemetry
 from monitor.judge.types import JudgeError
 
-__all__ = ["SlidingWindowLimiter", "JudgeBudget", "Permit"]
+__all__ = ["SlidingWindowLimiter", "JudgeBudget", "Permit", "BudgetPermit", "Budget"]
+
+
+class BudgetPermit(Protocol):
+    """Budget granted to one attempt: finished (with the tokens it used) or cancelled, always."""
+
+    reserved_tokens: int
+
+    def finish(self, tokens: int | None = None) -> None: ...
+
+    def cancel(self) -> None: ...
+
+
+class Budget(Protocol):
+    """What the judge client asks of a budget: this process's (:class:`JudgeBudget`) or the fleet's
+    (``monitor.fleet.judge_budget.FleetJudgeBudget``)."""
+
+    async def acquire(self, tokens: int, deadline: float, wake: asyncio.Event) -> BudgetPermit: ...
+
+    def rate_limited(self, pause_seconds: float) -> None:
+        """A 429 paused the client for ``pause_seconds`` (the fleet's budget pauses every replica)."""
+        ...
 
 # Slack for float arithmetic when an entry leaves the window exactly at the wake-up time.
 _EPSILON = 1e-9
@@ -170,6 +192,9 @@ class JudgeBudget:
             blocked_by = limiter
             if not await self._clock.sleep(wait, wake):
                 raise JudgeError("budget_exhausted", "judge client is shutting down")
+
+    def rate_limited(self, pause_seconds: float) -> None:
+        """Nothing to share: the client's own throttle holds the pause."""
 
     def _wait_time(self, tokens: int) -> tuple[float | None, str]:
         """The longest wait any limiter imposes, and which limiter it is."""

@@ -36,7 +36,7 @@ from typing import Any, Mapping
 import openai
 
 from monitor.judge.breaker import Admission, CircuitBreaker
-from monitor.judge.budget import JudgeBudget, Permit
+from monitor.judge.budget import Budget, BudgetPermit, JudgeBudget
 from monitor.judge.clock import Clock, LoopClock
 from monitor.judge.config import JudgeConfig
 from monitor.judge.envelope import ChatReply, NotAChatCompletion, read_chat_completion
@@ -102,14 +102,16 @@ class JudgeClient:
 
     def __init__(self, config: JudgeConfig, *, telemetry: JudgeTelemetry | None = None,
                  clock: Clock | None = None, rng: random.Random | None = None,
-                 environ: Mapping[str, str] | None = None, budget_window_seconds: float = 60.0) -> None:
+                 environ: Mapping[str, str] | None = None, budget_window_seconds: float = 60.0,
+                 budget: Budget | None = None) -> None:
         if not config.enabled:
             raise ValueError("judge: set judge.model and judge.base_url (or judge.azure)")
         self._config = config
         self._telemetry = telemetry or NullJudgeTelemetry()
         self._clock = clock or LoopClock()
         self._environ = environ
-        self._budget = JudgeBudget(
+        # The fleet's budget when one is given (fleet.redis_url), else this process's.
+        self._budget: Budget = budget or JudgeBudget(
             requests_per_minute=config.requests_per_minute, tokens_per_minute=config.tokens_per_minute,
             on_exhausted=config.on_budget_exhausted, max_wait_seconds=config.max_budget_wait_seconds,
             clock=self._clock, telemetry=self._telemetry, window_seconds=budget_window_seconds)
@@ -262,7 +264,7 @@ class JudgeClient:
             self._throttle.release(slot)
         return self._parse(call, reply)
 
-    async def _admit(self, call: _Call) -> tuple[OutgoingRequest, Permit, Admission]:
+    async def _admit(self, call: _Call) -> tuple[OutgoingRequest, BudgetPermit, Admission]:
         """Wait out the shared pause and the budget, then ask the breaker: in that order, so the
         grant is followed by the send at once and the breaker's verdict is fresh."""
         last_start = self._last_start(call)
@@ -300,7 +302,7 @@ class JudgeClient:
         # "timeout": the last tenth of an attempt's timeout before the deadline is not used.
         return call.deadline - _MIN_ATTEMPT_SHARE * self._config.timeout_seconds
 
-    async def _send_settled(self, call: _Call, outgoing: OutgoingRequest, slot: Slot, permit: Permit,
+    async def _send_settled(self, call: _Call, outgoing: OutgoingRequest, slot: Slot, permit: BudgetPermit,
                             admission: Admission) -> ChatReply:
         """Send; then settle the budget, tell the breaker and the throttle, count the tokens."""
         try:
@@ -326,11 +328,12 @@ class JudgeClient:
         self._count_tokens(call.request, prompt, completion)
         return reply
 
-    def _settle_failure(self, call: _Call, failure: AttemptFailure, slot: Slot, permit: Permit,
+    def _settle_failure(self, call: _Call, failure: AttemptFailure, slot: Slot, permit: BudgetPermit,
                         admission: Admission) -> None:
         permit.finish(None if failure.reached else 0)
         if failure.outcome == "rate_limited":
             until = self._throttle.rate_limited(slot, failure.retry_after)
+            self._budget.rate_limited(until - self._clock.now())
             self._probe.ensure_running()
             log.debug("judge rate limited: pausing all calls for %.2fs, window %.1f",
                       until - self._clock.now(), self._throttle.window)

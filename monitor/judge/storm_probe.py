@@ -25,7 +25,7 @@ import logging
 import math
 from typing import Awaitable, Callable
 
-from monitor.judge.budget import JudgeBudget
+from monitor.judge.budget import Budget
 from monitor.judge.clock import Clock
 from monitor.judge.request_body import OutgoingRequest
 from monitor.judge.retry import AttemptFailure
@@ -47,7 +47,7 @@ ProbeSender = Callable[[OutgoingRequest], Awaitable[AttemptFailure | None]]
 class StormProbe:
     """Runs while the throttle storms and somebody waits; see the module docstring."""
 
-    def __init__(self, throttle: RateLimitThrottle, budget: JudgeBudget, clock: Clock,
+    def __init__(self, throttle: RateLimitThrottle, budget: Budget, clock: Clock,
                  closing: asyncio.Event, telemetry: JudgeTelemetry, build: Callable[[], OutgoingRequest],
                  send: ProbeSender, budget_wait_seconds: float) -> None:
         self._throttle = throttle
@@ -89,6 +89,7 @@ class StormProbe:
                 self._throttle.storm_over()
                 return
             until = self._throttle.probe_rate_limited(failure.retry_after)
+            self._budget.rate_limited(until - self._clock.now())
             log.debug("judge still rate limited: next probe in %.2fs", until - self._clock.now())
 
     async def _probe_once(self) -> AttemptFailure | None:

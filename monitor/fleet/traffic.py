@@ -1,0 +1,185 @@
+"""The fleet's traffic figures in Redis: per-interval counts behind adaptive probabilities and weights.
+
+Each wall-clock interval of ``sampling.weight_interval_seconds`` has one hash,
+``<prefix>:traffic:<interval>``, written only by the decision script (``monitor.fleet.decisions``)
+for the decisions that won (so a conversation counts once, on the replica that decided it):
+
+* ``n|<node>``: conversations that arrived at a policy node (``policy[:stratum]``) — the fleet's
+  arrivals behind a rate limit's or a judge budget's probability;
+* ``c|<p>/<node>|a``, ``|s``, ``|k``: arrivals, selected and kept of each post-stratification
+  cell (``samplers.weighting``).
+
+A background task reads the hashes of closed intervals back (one pipelined round trip every
+``fleet.sync_seconds``, each closed interval read until it is final: closed at least ``grace``
+seconds ago, by when every decision of it has landed). All replicas read the same final figures,
+so they compute the same probabilities at the same aligned moments and the same weight factors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from typing import Any
+
+from samplers.weighting import FLEET, CellCounts, parse_cell
+from monitor.fleet.link import FleetLink
+from monitor.telemetry import Telemetry, counter
+
+__all__ = ["FleetTraffic", "WEIGHTS_UNSETTLED", "TRAFFIC_TTL_SECONDS"]
+
+log = logging.getLogger(__name__)
+
+WEIGHTS_UNSETTLED = counter(
+    "rag_monitor_fleet_weights_unsettled_total",
+    "Results exported with weight 1/p because the fleet's counts of their interval could not be read in time "
+    "(Redis away), by scope.", "scope")
+
+TRAFFIC_TTL_SECONDS = 7200
+"""How long an interval's counts stay in Redis (a conversation's later turns read its cell's factor)."""
+
+_MAX_CACHED = 4096
+
+
+class FleetTraffic:
+    """Fleet arrival rates (``samplers.adaptive.SharedTraffic``) and fleet cell factors
+    (``samplers.weighting.WeightFactors``), from the counts the decision script writes."""
+
+    def __init__(self, link: FleetLink, telemetry: Telemetry, *, interval_seconds: float,
+                 horizon_seconds: float, settle_seconds: float = 30.0) -> None:
+        self._link = link
+        self._telemetry = telemetry
+        self.interval_seconds = interval_seconds
+        # Everything of an interval has landed once the slowest decision of it could have: a
+        # decision's interval is named just before its script runs, within fleet.timeout_seconds.
+        self.grace = link.config.timeout_seconds + link.config.sync_seconds + 0.5
+        self._horizon = max(interval_seconds, horizon_seconds)
+        self._settle = settle_seconds
+        self._final: dict[int, dict[str, int]] = {}
+        self._partial: dict[int, dict[str, int]] = {}
+        self._wanted: set[int] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    # -- naming ----------------------------------------------------------------------------
+
+    def interval(self, at: float | None = None) -> int:
+        return int((self._link.server_time() if at is None else at) // self.interval_seconds)
+
+    def key(self, interval: int) -> str:
+        return self._link.key("traffic", str(interval))
+
+    # -- SharedTraffic ---------------------------------------------------------------------
+
+    def share(self) -> float:
+        """1 / the fleet's size (the last known one while Redis is away: ``local_share``)."""
+        return 1.0 / max(1, self._link.fleet_size)
+
+    def arrival_rate(self, node: str, horizon_seconds: float) -> float | None:
+        """Mean conversations per second at ``node`` over the newest final intervals covering
+        ``horizon_seconds``; None before any interval is final (the policy then counts alone)."""
+        if not self._final:
+            return None
+        want = max(1, round(horizon_seconds / self.interval_seconds))
+        newest = self.interval() - 1
+        window = [i for i in range(newest - want - 1, newest + 1) if i in self._final][-want:]
+        if not window:
+            return None
+        field = f"n|{node}"
+        return sum(self._final[i].get(field, 0) for i in window) / (len(window) * self.interval_seconds)
+
+    # -- WeightFactors ---------------------------------------------------------------------
+
+    def counts(self, cell: str) -> tuple[CellCounts, bool] | None:
+        """(the cell's counts, final?) from what has been read; None when nothing was read yet."""
+        parsed = parse_cell(cell)
+        if parsed is None or parsed[0] != FLEET:
+            return None
+        scope, interval, probability, node = parsed
+        source = self._final.get(interval)
+        final = source is not None
+        if source is None:
+            source = self._partial.get(interval)
+        if source is None:
+            return None
+        base = f"c|{probability!r}/{node}|"
+        return CellCounts(source.get(base + "a", 0), source.get(base + "s", 0), source.get(base + "k", 0)), final
+
+    def factor(self, cell: str) -> float | None:
+        """The fleet's ``selected / kept`` for ``cell`` once its interval is final; None before.
+        Past ``settle_seconds`` after the interval's end without a readable count (Redis away),
+        1.0 (the weight stays 1/p), counted."""
+        parsed = parse_cell(cell)
+        if parsed is None or parsed[0] != FLEET:
+            return 1.0
+        interval = parsed[1]
+        found = self.counts(cell)
+        if found is not None and found[1]:
+            return found[0].factor()
+        end = (interval + 1) * self.interval_seconds
+        now = self._link.server_time()
+        if now < end + self._settle:
+            if now >= end + self.grace:
+                self._wanted.add(interval)  # an old interval (a resumed turn): read it at the next sync
+            return None
+        self._telemetry.add(WEIGHTS_UNSETTLED, scope="fleet")
+        return 1.0
+
+    def factor_now(self, cell: str) -> float:
+        """The best factor available without waiting (at shutdown): final, else partial, else 1."""
+        found = self.counts(cell)
+        return found[0].factor() if found is not None else 1.0
+
+    # -- sync ------------------------------------------------------------------------------
+
+    async def sync(self) -> bool:
+        """Read the intervals that are closed but not final yet (and those asked for); True on success."""
+        now = self._link.server_time()
+        current = self.interval(now)
+        span = math.ceil(self._horizon / self.interval_seconds) + 2
+        todo = sorted({i for i in range(current - span, current) if i not in self._final} | self._wanted)
+        if not todo:
+            return True
+        # An interval read at or after its end + grace is final: every decision of it has landed.
+        reply = await self._link.run(lambda r: self._read(r, todo))
+        if reply is None:
+            return False
+        for interval, fields in zip(todo, reply):
+            counts = {k: int(v) for k, v in (fields or {}).items()}
+            if now >= (interval + 1) * self.interval_seconds + self.grace:
+                self._final[interval] = counts
+                self._partial.pop(interval, None)
+                self._wanted.discard(interval)
+            else:
+                self._partial[interval] = counts
+        self._trim(current - span)
+        return True
+
+    async def _read(self, client: Any, intervals: list[int]) -> list[Any]:
+        pipe = client.pipeline(transaction=False)
+        for interval in intervals:
+            pipe.hgetall(self.key(interval))
+        result: list[Any] = await pipe.execute()
+        return result
+
+    def _trim(self, oldest_useful: int) -> None:
+        # Old intervals stay for the later turns of long conversations, within a bound.
+        for store in (self._final, self._partial):
+            while len(store) > _MAX_CACHED:
+                del store[min(store)]
+        for interval in [i for i in self._partial if i < oldest_useful and i not in self._wanted]:
+            del self._partial[interval]
+
+    async def _run(self) -> None:
+        while True:
+            await self.sync()
+            await asyncio.sleep(self._link.config.sync_seconds)
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="rag-monitor-fleet-traffic")
+
+    async def shutdown(self, deadline: float | None = None) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
