@@ -40,10 +40,8 @@ from typing import Any, Callable, Collection, Sequence
 
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import StoreConfig
-from exporters import store_queries
-from exporters.store_queries import MAX_QUERY_ROWS, MAX_REFILL_ROWS, ScoreRow, StoredEvaluation
+from exporters.store_queries import MAX_QUERY_ROWS, MAX_REFILL_ROWS, StoredEvaluation, StoreReads
 from exporters.store_schema import INSERT_RESULT, INSERT_SCORE, MIGRATIONS, SCHEMA_VERSION, result_values, score_values
-from exporters.turn_queries import OutcomeReason, StoredTurn, outcome_reasons, worst_turns
 from monitor.model import EvaluationResult, SamplingDecision, Turn
 from monitor.telemetry import BACKLOG, Telemetry, counter
 from monitor.turn_codec import decode_pending, encode_pending
@@ -230,7 +228,7 @@ def _enforce_size(conn: sqlite3.Connection, max_bytes: int) -> int:
     return deleted
 
 
-class ResultStore(BatchWriter):
+class ResultStore(BatchWriter, StoreReads):
     """``Component`` + ``ResultConsumer``: keeps evaluation results in SQLite (see module doc).
 
     ``higher_is_worse`` names the metrics whose value grows with risk (it orders
@@ -344,6 +342,9 @@ class ResultStore(BatchWriter):
         ``exporters.store_postgres.PostgresStore.claim_expired`` for a fleet)."""
         return []
 
+    async def release(self, seqs: Sequence[int]) -> None:
+        """Nothing is claimed here (see ``PostgresStore.release``)."""
+
     async def load_backlog(self, after_seq: int, limit: int) -> list[tuple[int, Turn, SamplingDecision]]:
         """Up to ``limit`` backlog turns with a sequence number above ``after_seq``, oldest first.
         A payload that cannot be read is counted (``invalid``) and removed."""
@@ -453,43 +454,3 @@ class ResultStore(BatchWriter):
         rows: list[Sequence[Any]] = await asyncio.get_running_loop().run_in_executor(
             pool, lambda: reader.execute(sql, params).fetchall())
         return rows
-
-    async def evaluations(self, *, metric: str | None = None, outcome: str | None = None,
-                          since: float | None = None, limit: int = 100) -> list[StoredEvaluation]:
-        """Stored scores matching every given filter, newest first; at most ``limit`` (≤ 1000)."""
-        return await store_queries.evaluations(self._fetch, metric=metric, outcome=outcome, since=since, limit=limit)
-
-    async def worst_recent(self, *, since: float, limit: int = 20) -> list[StoredEvaluation]:
-        """The worst scored (status ``ok``) evaluations since ``since``.
-
-        Badness order: defects before passes; then by goodness ascending, where goodness is the
-        value's position on its scale, (value - low) / (high - low), flipped (1 - position) for
-        the metrics where higher is worse (severities, risk flags), so a severity 7 ranks like a
-        groundedness 1; a degenerate scale ranks last; ties newest first.
-        """
-        return await store_queries.worst_recent(self._fetch, since=since, limit=limit, risk=self._risk_metrics)
-
-    async def worst_turns(self, *, since: float, metric: str | None = None, limit: int = 20) -> list[StoredTurn]:
-        """The worst turns since ``since`` (of ``metric`` when given), one entry per turn with all
-        its scores and documents (``exporters.turn_queries.worst_turns``); at most ``limit``."""
-        return await worst_turns(self._fetch, since=since, metric=metric, limit=max(0, min(limit, MAX_QUERY_ROWS)),
-                                 risk=self._risk_metrics)
-
-    async def outcome_reasons(self, *, since: float) -> list[OutcomeReason]:
-        """Skipped and failed evaluations since ``since`` by metric and cause."""
-        return await outcome_reasons(self._fetch, since=since)
-
-    async def scores_since(self, since: float) -> list[tuple[float, str, str, str, float, float | None]]:
-        """``(timestamp, metric, service, outcome, weight, value)`` of every score since ``since``,
-        oldest first. Past 1,000,000 rows the newest million (what short windows need most)."""
-        return await store_queries.scores_since(self._fetch, since)
-
-    async def scores_after(self, after_id: int, limit: int) -> list[ScoreRow]:
-        """``(score id, timestamp, metric, service, outcome, weight, value)`` of the scores with an
-        id above ``after_id``, in id order, at most ``limit``: a reader that keeps the last id it
-        saw reads every score once."""
-        return await store_queries.scores_after(self._fetch, after_id, limit)
-
-    async def count(self) -> int:
-        """Number of stored score rows."""
-        return await store_queries.count(self._fetch)

@@ -37,16 +37,13 @@ from typing import Any, Callable, Collection, Sequence
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from exporters import store_queries
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import StoreConfig
-from exporters.result_store import (HIGHER_IS_WORSE, MAX_QUERY_ROWS, STORE_DUPLICATE_RESULTS, STORE_WRITE_FAILURES,
-                                    StoreOpenError)
-from exporters.store_queries import ScoreRow, StoredEvaluation, pyformat
+from exporters.result_store import HIGHER_IS_WORSE, STORE_DUPLICATE_RESULTS, STORE_WRITE_FAILURES, StoreOpenError
+from exporters.store_queries import StoreReads, pyformat
 from exporters.store_schema import insert_result, insert_score, result_values, score_values
 from exporters.store_pg_schema import migrate
 from exporters.store_spill import PendingOp, Spill, WriteUnit
-from exporters.turn_queries import OutcomeReason, StoredTurn, outcome_reasons, worst_turns
 from monitor.model import SamplingDecision, Turn
 from monitor.telemetry import BACKLOG, Telemetry
 from monitor.turn_codec import decode_pending, encode_pending
@@ -91,7 +88,7 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
-class PostgresStore(BatchWriter):
+class PostgresStore(BatchWriter, StoreReads):
     """``Component`` + ``ResultConsumer`` + ``Backlog`` on PostgreSQL (see module doc).
 
     ``replica_id`` names this process in the backlog's ``claimant`` column: stable across
@@ -200,7 +197,11 @@ class PostgresStore(BatchWriter):
             await self._submit(WriteUnit(ops=self._take_pending()))
         delay = _BACKOFF_FIRST
         while self._spill and self._ready.is_set() and loop.time() + delay < deadline:
-            if not await self._flush_spill():
+            try:
+                flushed = await asyncio.wait_for(self._flush_spill(), deadline - loop.time())
+            except TimeoutError:
+                break
+            if not flushed:
                 await asyncio.sleep(delay)
                 delay = min(_BACKOFF_MAX, delay * 2)
         if self._spill:
@@ -348,7 +349,7 @@ class PostgresStore(BatchWriter):
                 self._log_once("schema", "result store: %s", exc)
             except Exception as exc:
                 if not _retryable(exc):
-                    log.exception("result store: upkeep failed")
+                    self._log_once(f"upkeep:{type(exc).__name__}", "result store: upkeep failed: %r", exc)
                 else:
                     self._note_down("connect" if not self._ready.is_set() else "upkeep", exc)
             # Exponential backoff with full jitter; shutdown cancels the sleep.
@@ -440,6 +441,16 @@ class PostgresStore(BatchWriter):
             return []
         return self._decoded(sorted(rows))
 
+    async def release(self, seqs: Sequence[int]) -> None:
+        """Give back claimed rows this replica will not evaluate after all (no room in its queue):
+        their lease ends now, so the next ``claim_expired`` of any other replica takes them."""
+        pool = self._pool
+        if pool is None or not seqs:
+            return
+        async with pool.connection() as conn:
+            await conn.execute("UPDATE pending SET claimant = NULL, lease_until = NULL "
+                               "WHERE seq = ANY(%s) AND claimant = %s", (list(seqs), self._replica))
+
     def _decoded(self, rows: Sequence[Sequence[Any]]) -> list[tuple[int, Turn, SamplingDecision]]:
         out: list[tuple[int, Turn, SamplingDecision]] = []
         for seq, trace_id, payload in rows:
@@ -463,37 +474,6 @@ class PostgresStore(BatchWriter):
         async with pool.connection() as conn:
             cur = await conn.execute(pyformat(sql), params)
             return [*await cur.fetchall()]
-
-    async def evaluations(self, *, metric: str | None = None, outcome: str | None = None,
-                          since: float | None = None, limit: int = 100) -> list[StoredEvaluation]:
-        """Stored scores matching every given filter, newest first; at most ``limit`` (≤ 1000)."""
-        return await store_queries.evaluations(self._fetch, metric=metric, outcome=outcome, since=since, limit=limit)
-
-    async def worst_recent(self, *, since: float, limit: int = 20) -> list[StoredEvaluation]:
-        """The worst scored evaluations since ``since`` (order: ``ResultStore.worst_recent``)."""
-        return await store_queries.worst_recent(self._fetch, since=since, limit=limit, risk=self._risk_metrics)
-
-    async def worst_turns(self, *, since: float, metric: str | None = None, limit: int = 20) -> list[StoredTurn]:
-        """The worst turns since ``since``, one entry per turn (``turn_queries.worst_turns``)."""
-        return await worst_turns(self._fetch, since=since, metric=metric, limit=max(0, min(limit, MAX_QUERY_ROWS)),
-                                 risk=self._risk_metrics)
-
-    async def outcome_reasons(self, *, since: float) -> list[OutcomeReason]:
-        """Skipped and failed evaluations since ``since`` by metric and cause."""
-        return await outcome_reasons(self._fetch, since=since)
-
-    async def scores_since(self, since: float) -> list[tuple[float, str, str, str, float, float | None]]:
-        """``(timestamp, metric, service, outcome, weight, value)`` since ``since``, oldest first."""
-        return await store_queries.scores_since(self._fetch, since)
-
-    async def scores_after(self, after_id: int, limit: int) -> list[ScoreRow]:
-        """``(score id, timestamp, metric, service, outcome, weight, value)`` above ``after_id`` in
-        id order, at most ``limit``; ids become visible in order, so a cursor skips nothing."""
-        return await store_queries.scores_after(self._fetch, after_id, limit)
-
-    async def count(self) -> int:
-        """Number of stored score rows (the fleet's)."""
-        return await store_queries.count(self._fetch)
 
 
 class _Retry(Exception):

@@ -9,13 +9,14 @@ and return its rows as tuples. The SQL uses ``?`` placeholders and only what bot
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from typing import Any, Sequence
 
 from exporters.store_schema import SCORE_COLUMNS
-from exporters.turn_queries import Fetch, goodness
+from exporters.turn_queries import Fetch, OutcomeReason, StoredTurn, goodness, outcome_reasons, worst_turns
 
-__all__ = ["Fetch", "StoredEvaluation", "ScoreRow", "MAX_QUERY_ROWS", "MAX_REFILL_ROWS", "pyformat",
+__all__ = ["Fetch", "StoreReads", "StoredEvaluation", "ScoreRow", "MAX_QUERY_ROWS", "MAX_REFILL_ROWS", "pyformat",
            "evaluations", "worst_recent", "scores_since", "scores_after", "count"]
 
 MAX_QUERY_ROWS = 1000
@@ -138,3 +139,54 @@ async def count(fetch: Fetch) -> int:
     """Number of stored score rows."""
     rows = await fetch("SELECT count(*) FROM scores", [])
     return int(rows[0][0])
+
+
+class StoreReads(ABC):
+    """The read surface both stores share, over the store's :meth:`_fetch`; ``_risk_metrics``
+    names the metrics whose value grows with risk (they order the worst-first reads)."""
+
+    _risk_metrics: tuple[str, ...]
+
+    @abstractmethod
+    async def _fetch(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
+        """Run one read (:data:`Fetch`); raises ``RuntimeError`` while the store is not running."""
+
+    async def evaluations(self, *, metric: str | None = None, outcome: str | None = None,
+                          since: float | None = None, limit: int = 100) -> list[StoredEvaluation]:
+        """Stored scores matching every given filter, newest first; at most ``limit`` (≤ 1000)."""
+        return await evaluations(self._fetch, metric=metric, outcome=outcome, since=since, limit=limit)
+
+    async def worst_recent(self, *, since: float, limit: int = 20) -> list[StoredEvaluation]:
+        """The worst scored (status ``ok``) evaluations since ``since``.
+
+        Badness order: defects before passes; then by goodness ascending, where goodness is the
+        value's position on its scale, (value - low) / (high - low), flipped (1 - position) for
+        the metrics where higher is worse (severities, risk flags), so a severity 7 ranks like a
+        groundedness 1; a degenerate scale ranks last; ties newest first.
+        """
+        return await worst_recent(self._fetch, since=since, limit=limit, risk=self._risk_metrics)
+
+    async def worst_turns(self, *, since: float, metric: str | None = None, limit: int = 20) -> list[StoredTurn]:
+        """The worst turns since ``since`` (of ``metric`` when given), one entry per turn with all
+        its scores and documents (``exporters.turn_queries.worst_turns``); at most ``limit``."""
+        return await worst_turns(self._fetch, since=since, metric=metric, limit=_capped(limit),
+                                 risk=self._risk_metrics)
+
+    async def outcome_reasons(self, *, since: float) -> list[OutcomeReason]:
+        """Skipped and failed evaluations since ``since`` by metric and cause."""
+        return await outcome_reasons(self._fetch, since=since)
+
+    async def scores_since(self, since: float) -> list[tuple[float, str, str, str, float, float | None]]:
+        """``(timestamp, metric, service, outcome, weight, value)`` of every score since ``since``,
+        oldest first. Past 1,000,000 rows the newest million (what short windows need most)."""
+        return await scores_since(self._fetch, since)
+
+    async def scores_after(self, after_id: int, limit: int) -> list[ScoreRow]:
+        """:data:`ScoreRow` ``(score id, timestamp, metric, service, outcome, weight, value)`` of
+        the scores with an id above ``after_id``, in id order, at most ``limit``: a reader that
+        keeps the last id it saw reads every score once (ids become visible in order)."""
+        return await scores_after(self._fetch, after_id, limit)
+
+    async def count(self) -> int:
+        """Number of stored score rows."""
+        return await count(self._fetch)

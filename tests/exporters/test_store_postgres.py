@@ -240,3 +240,32 @@ async def test_the_spill_is_bounded_and_counts_what_it_drops(postgres_server: Po
     # At shutdown what could not be written is dropped and counted too, never hidden.
     assert telemetry.value(STORE_SPILL, event="dropped") == 12 and telemetry.write_failed == 12
     assert telemetry.value(BACKLOG, event="not_persisted") == 0
+
+
+async def test_a_released_claim_goes_to_the_next_claimer(postgres_url: str) -> None:
+    dead = store(postgres_url, "dead", lease_seconds=0.3)
+    await dead.start()
+    turn = result(quality("fluency", 3)).turn
+    dead.defer(turn, DECISION)
+
+    async def deferred() -> bool:
+        return await dead.backlog_size() == 1
+
+    await until(deferred)
+    await stop(dead)
+    first, second = store(postgres_url, "first"), store(postgres_url, "second")
+    await asyncio.gather(first.start(), second.start())
+    try:
+        claimed: list[Any] = []
+
+        async def claimed_by_first() -> bool:
+            claimed.extend(await first.claim_expired(10))
+            return bool(claimed)
+
+        await until(claimed_by_first)
+        assert await second.claim_expired(10) == []  # first's lease runs now
+        await first.release([seq for seq, _, _ in claimed])  # no room after all
+        ((_, again, _),) = await second.claim_expired(10)
+        assert again.trace_id == turn.trace_id and await second.backlog_size() == 1
+    finally:
+        await stop(first, second)
