@@ -191,7 +191,7 @@ def indexed_documents(attrs: Mapping[str, Any], prefix: str) -> list[Document]:
     return out
 
 
-_CONTENT_KEYS = ("content", "text", "page_content", "document", "chunk", "body")
+_CONTENT_KEYS = ("content", "text", "page_content", "pageContent", "document", "chunk", "body")  # pageContent: LangChain.js
 _ID_KEYS = ("id", "id_", "doc_id", "document_id", "node_id", "chunk_id", "uri")
 _SCORE_KEYS = ("score", "relevance_score", "similarity", "similarity_score")
 

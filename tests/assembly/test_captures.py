@@ -44,9 +44,6 @@ NOT_ON_THE_WIRE: dict[str, frozenset[str]] = {
     # OpenInference's Agents instrumentation stores the Responses API *response* as the
     # invocation parameters: the model that answered is there, the one requested is not.
     "openaiagents-openinference": frozenset({"request_model"}),
-    # OpenLLMetry-JS's LangChain instrumentation has no retriever callback: no span holds the
-    # retrieved documents (only the prompt, with the documents formatted into its text).
-    "langchainjs-traceloop": frozenset({"documents"}),
 }
 
 

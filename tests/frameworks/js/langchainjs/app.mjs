@@ -4,7 +4,9 @@
 // the chain, `stream` streams it. Instrumentations:
 //   openinference  @arizeai/openinference-instrumentation-langchain; session via setSession()
 //   traceloop      OpenLLMetry-JS (@traceloop/node-server-sdk) with its openai instrumentation
-//                  on too (instrumentModules.openAI); session via withAssociationProperties()
+//                  on too (instrumentModules.openAI); session via withAssociationProperties();
+//                  its LangChain instrumentation traces no retriever, so the retrieval runs in
+//                  traceloop.withTask() (a task span whose output is the documents)
 import { SpanKind, context, trace } from '@opentelemetry/api';
 import { BaseRetriever } from '@langchain/core/retrievers';
 import { Document } from '@langchain/core/documents';
@@ -33,9 +35,9 @@ class HelpCenterRetriever extends BaseRetriever {
   lc_namespace = ['rag_demo_app', 'retrievers'];
   async _getRelevantDocuments(query) {
     // id and score also in metadata: LangChain's Document has no score field.
-    return search.search(query).map((d) => new Document({
+    return telemetry.retrievalStep(() => search.search(query).map((d) => new Document({
       id: d.id, pageContent: d.content, metadata: { id: d.id, title: d.title, score: d.score },
-    }));
+    })));
   }
 }
 

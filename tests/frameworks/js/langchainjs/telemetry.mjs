@@ -23,6 +23,7 @@ export async function startTelemetry(args) {
     });
     return {
       withSession: (id, fn) => traceloop.withAssociationProperties({ session_id: id }, fn),
+      retrievalStep: (fn) => traceloop.withTask({ name: 'retrieve_documents' }, fn),
       shutdown: () => traceloop.forceFlush(),
     };
   }
@@ -37,6 +38,7 @@ export async function startTelemetry(args) {
   const { setSession } = await import('@arizeai/openinference-core');
   return {
     withSession: (id, fn) => context.with(setSession(context.active(), { sessionId: id }), fn),
+    retrievalStep: (fn) => fn(),
     shutdown: async () => {
       await provider.forceFlush();
       await provider.shutdown();
