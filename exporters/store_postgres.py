@@ -69,17 +69,33 @@ _CLAIM = (f"UPDATE pending SET claimant = %s, lease_until = {_LEASE} WHERE seq I
 
 
 class _OncePerCause(logging.Filter):
-    """Drops the pool's own warnings per failed connection attempt for this store's pool: the
-    store logs the cause once itself (``_note_down``), and attempts repeat every few seconds."""
+    """Lets the pool's warning about a failed connection attempt of this store's pool through
+    once per cause (refused, authentication failed, …: what an operator needs), not once per
+    attempt; :meth:`reset` when the database is reachable again."""
 
     def __init__(self, pool_name: str) -> None:
         super().__init__()
-        self._pool_name = pool_name
+        self.pool_name = pool_name
+        self._seen: set[str] = set()
+
+    def reset(self) -> None:
+        self._seen.clear()
 
     def filter(self, record: logging.LogRecord) -> bool:
         attempt = isinstance(record.msg, str) and record.msg.startswith(("error connecting in",
                                                                          "reconnection attempt in pool"))
-        return not (attempt and isinstance(record.args, tuple) and self._pool_name in record.args)
+        if not (attempt and isinstance(record.args, tuple) and self.pool_name in record.args):
+            return True
+        cause = record.getMessage()
+        if cause in self._seen:
+            return False
+        self._seen.add(cause)
+        return True
+
+
+def _without_nul(values: dict[str, Any]) -> dict[str, Any]:
+    # PostgreSQL's TEXT cannot hold U+0000 (SQLite's can): a NUL in a question must not cost the batch.
+    return {k: v.replace("\x00", "\ufffd") if isinstance(v, str) else v for k, v in values.items()}
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -144,7 +160,7 @@ class PostgresStore(BatchWriter, StoreReads):
         assert cfg.url is not None
         pool = AsyncConnectionPool(
             cfg.url.get_secret_value(), min_size=1, max_size=cfg.pool_size, open=False, timeout=cfg.timeout_seconds,
-            name=self._pool_filter._pool_name, check=AsyncConnectionPool.check_connection,
+            name=self._pool_filter.pool_name, check=AsyncConnectionPool.check_connection,
             # The pool's own reconnection backs off to minutes; give up fast and let the next
             # use (the supervisor's, on its own backoff of at most 10 s) try again.
             reconnect_timeout=cfg.timeout_seconds,
@@ -159,13 +175,11 @@ class PostgresStore(BatchWriter, StoreReads):
         self._causes.clear()
         try:
             await self._migrate()
-        except StoreOpenError:
-            self._pool = None
-            await pool.close()
-            logging.getLogger("psycopg.pool").removeFilter(self._pool_filter)
-            raise
         except Exception as exc:
-            if not _retryable(exc):
+            if isinstance(exc, StoreOpenError) or not _retryable(exc):
+                self._pool = None
+                await pool.close()
+                logging.getLogger("psycopg.pool").removeFilter(self._pool_filter)
                 raise
             self._note_down("connect", exc)
         self._start_writer()
@@ -283,14 +297,14 @@ class PostgresStore(BatchWriter, StoreReads):
                 return
             await cur.execute("DELETE FROM pending WHERE trace_id = ANY(%s)",
                               ([r.turn.trace_id for _, r in unit.batch],))
-            await cur.executemany(_INSERT_RESULT, [result_values(ts, r, cfg.max_text_chars) for ts, r in unit.batch],
-                                  returning=True)
+            await cur.executemany(_INSERT_RESULT, [_without_nul(result_values(ts, r, cfg.max_text_chars))
+                                                   for ts, r in unit.batch], returning=True)
             while True:  # one result set per row: its id, or none when the trace was already stored
                 row = await cur.fetchone()
                 ids.append(int(row[0]) if row else None)
                 if not cur.nextset():
                     break
-            scores = [score_values(rid, ts, score, cfg.max_text_chars)
+            scores = [_without_nul(score_values(rid, ts, score, cfg.max_text_chars))
                       for rid, (ts, result) in zip(ids, unit.batch) if rid is not None for score in result.scores]
             if scores:
                 await cur.executemany(_INSERT_SCORE, scores)
@@ -312,6 +326,7 @@ class PostgresStore(BatchWriter, StoreReads):
     def _note_up(self) -> None:
         if self._causes:
             self._causes.clear()
+            self._pool_filter.reset()
             log.warning("result store: PostgreSQL reachable again")
 
     # ------------------------------------------------------------------ background upkeep

@@ -223,3 +223,12 @@ def test_the_factory_picks_the_engine(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="replica_id"):
         build_store(StoreConfig(url="postgresql://ragmon@127.0.0.1:1/db"), telemetry, replica_id="")  # type: ignore[arg-type]
 
+
+
+async def test_a_nul_character_does_not_cost_the_batch(running: tuple[Store, Clock, WriterTelemetry]) -> None:
+    store, _, telemetry = running
+    store.consume_result(result(quality("fluency", 4, reason="bad\x00reason"), question="q\x00"))
+    store.consume_result(result(quality("fluency", 5)))
+    await until(count_is(store, 2))  # type: ignore[arg-type]
+    assert telemetry.write_failed == 0
+    assert {e.question for e in await store.evaluations()} >= {"What is the refund window?"}
