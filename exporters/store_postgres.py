@@ -32,7 +32,7 @@ import logging
 import random
 import time
 from itertools import groupby
-from typing import Any, Callable, Collection, Sequence
+from typing import Any, Awaitable, Callable, Collection, Sequence, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
@@ -51,6 +51,7 @@ from monitor.turn_codec import decode_pending, encode_pending
 __all__ = ["PostgresStore"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _ORDER_LOCK = 0x7261676D6F6E01  # pg_advisory_xact_lock key: result batches, fleet-wide, one at a time
 _RETENTION_LOCK = 0x7261676D6F6E02  # one replica applies retention at a time
@@ -99,9 +100,9 @@ def _without_nul(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _retryable(exc: BaseException) -> bool:
-    """Connection lost or refused, pool timeout, server shutting down, statement timeout: the
-    database may come back. Anything else (a value it refuses) would fail again."""
-    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+    """Connection lost or refused, pool timeout, server shutting down, statement timeout, no
+    answer within the store's own bound (a silent network): the database may come back. Anything else (a value it refuses) would fail again."""
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, TimeoutError))
 
 
 class PostgresStore(BatchWriter, StoreReads):
@@ -239,7 +240,7 @@ class PostgresStore(BatchWriter, StoreReads):
                 self._kick.set()
                 return
             try:
-                await self._write_unit(unit)
+                await self._bounded(self._write_unit(unit))
             except Exception as exc:
                 if not _retryable(exc):
                     self._lost(unit, exc)
@@ -255,7 +256,7 @@ class PostgresStore(BatchWriter, StoreReads):
         async with self._lock:
             while (unit := self._spill.peek()) is not None:
                 try:
-                    await self._write_unit(unit)
+                    await self._bounded(self._write_unit(unit))
                 except Exception as exc:
                     if _retryable(exc):
                         self._note_down("write", exc)
@@ -275,6 +276,11 @@ class PostgresStore(BatchWriter, StoreReads):
             self._telemetry.add(BACKLOG, unit.deferred, event="not_persisted")
         self._log_once(f"refused:{type(exc).__name__}", "result store: PostgreSQL refused a write (%r); those "
                        "results are lost", exc)
+
+    async def _bounded(self, operation: Awaitable[T]) -> T:
+        """``operation`` within three ``timeout_seconds`` (a connection, a statement, a commit):
+        the server's statement_timeout cannot fire when the network drops packets silently."""
+        return await asyncio.wait_for(operation, 3 * self._config.timeout_seconds)
 
     async def _write_unit(self, unit: WriteUnit) -> None:
         """One transaction: the backlog operations in order, then the results (their turns leave
@@ -486,9 +492,12 @@ class PostgresStore(BatchWriter, StoreReads):
         pool = self._pool
         if pool is None:
             raise RuntimeError("the result store is not running")
-        async with pool.connection() as conn:
-            cur = await conn.execute(pyformat(sql), params)
-            return [*await cur.fetchall()]
+        async def read() -> list[Sequence[Any]]:
+            async with pool.connection() as conn:
+                cur = await conn.execute(pyformat(sql), params)
+                return [*await cur.fetchall()]
+
+        return await self._bounded(read())
 
 
 class _Retry(Exception):

@@ -17,7 +17,7 @@ from exporters.store_schema import SCORE_COLUMNS
 from exporters.turn_queries import Fetch, OutcomeReason, StoredTurn, goodness, outcome_reasons, worst_turns
 
 __all__ = ["Fetch", "StoreReads", "StoredEvaluation", "ScoreRow", "MAX_QUERY_ROWS", "MAX_REFILL_ROWS", "pyformat",
-           "evaluations", "worst_recent", "scores_since", "scores_after", "count"]
+           "evaluations", "worst_recent", "scores_since", "scores_after", "first_score_id_since", "count"]
 
 MAX_QUERY_ROWS = 1000
 MAX_REFILL_ROWS = 1_000_000
@@ -135,6 +135,14 @@ async def scores_after(fetch: Fetch, after_id: int, limit: int) -> list[ScoreRow
     return [(int(r[0]), float(r[1]), str(r[2]), str(r[3]), str(r[4]), float(r[5]), r[6]) for r in rows]
 
 
+async def first_score_id_since(fetch: Fetch, since: float) -> int:
+    """The lowest score id stored at or after ``since``; one past the highest id when none is
+    (so ``scores_after(first - 1, …)`` starts the window, and an empty store gives 1)."""
+    rows = await fetch("SELECT coalesce((SELECT min(id) FROM scores WHERE timestamp >= ?), "
+                       "(SELECT coalesce(max(id), 0) + 1 FROM scores))", [since])
+    return int(rows[0][0])
+
+
 async def count(fetch: Fetch) -> int:
     """Number of stored score rows."""
     rows = await fetch("SELECT count(*) FROM scores", [])
@@ -186,6 +194,10 @@ class StoreReads(ABC):
         the scores with an id above ``after_id``, in id order, at most ``limit``: a reader that
         keeps the last id it saw reads every score once (ids become visible in order)."""
         return await scores_after(self._fetch, after_id, limit)
+
+    async def first_score_id_since(self, since: float) -> int:
+        """The lowest score id stored at or after ``since`` (one past the highest when none)."""
+        return await first_score_id_since(self._fetch, since)
 
     async def count(self) -> int:
         """Number of stored score rows."""

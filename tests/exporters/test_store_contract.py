@@ -140,6 +140,8 @@ async def test_scores_since_and_the_id_cursor(running: tuple[Store, Clock, Write
                                                    (clock.now - 60, "groundedness", "shop", "defect", 3.0, 2.0)]
     assert await store.scores_after(ids[1], 1) == [everything[2]]
     assert await store.scores_after(ids[-1], 100) == []
+    assert await store.first_score_id_since(clock.now - 60) == ids[1]
+    assert await store.first_score_id_since(clock.now + 1) == ids[-1] + 1
     store.consume_result(result(quality("fluency", 4)))
     await until(count_is(store, 5))  # type: ignore[arg-type]
     (newer,) = await store.scores_after(ids[-1], 100)
