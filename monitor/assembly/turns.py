@@ -26,6 +26,7 @@ from monitor.assembly.config import AttributeMapping
 from monitor.assembly.conventions import CONVENTIONS
 from monitor.assembly.conventions.base import (
     CHAT, ENTRY, RERANK, RETRIEVAL, TOOL, Convention, LlmCall, Retrieval, TraceView)
+from monitor.assembly.duplicates import one_call_twice
 from monitor.assembly.messages import as_str, documents_from_value
 from monitor.model import AttributeSelection, Document, LogRecord, Message, SpanRecord, StatusCode, TokenUsage, Turn
 
@@ -133,47 +134,13 @@ class _Reading:
         return [s for s in leaves if s.span_id not in self._same_calls(leaves)]
 
     def _same_calls(self, leaves: Sequence[SpanRecord]) -> set[str]:
-        """A framework's chat span and a client library's chat span that record one model call
-        (two instrumentation scopes, the same input messages, overlapping in time, parent/child or
-        siblings): the one that
-        saw the response (response id, served model) is kept with the other's gaps filled in, the
-        other is dropped, so usage counts once and the served model wins. Calls with different
-        inputs (a query rewrite before the answer) are never merged; the result is cached."""
-        if self._dropped is not None:
-            return self._dropped
-        self._dropped = set()
-        by_inputs: dict[tuple[Message, ...], list[SpanRecord]] = {}
-        for s in leaves:
-            call = self.calls[s.span_id]
-            if call.inputs:
-                by_inputs.setdefault(tuple(call.inputs), []).append(s)
-        for group in by_inputs.values():
-            for i, a in enumerate(group):
-                for b in group[i + 1:]:
-                    if a.span_id in self._dropped or b.span_id in self._dropped or not _one_call(a, b):
-                        continue
-                    keep, drop = sorted((a, b), key=self._served_first)
-                    self.calls[keep.span_id] = self.calls[keep.span_id].merge(self.calls[drop.span_id])
-                    self._dropped.add(drop.span_id)
-                    self.merged.append((keep, drop))
+        """Spans of a call recorded twice that are dropped (:func:`one_call_twice`); cached."""
+        if self._dropped is None:
+            self._dropped = set()
+            for keep, drop in one_call_twice(leaves, self.calls):
+                self._dropped.add(drop.span_id)
+                self.merged.append((keep, drop))
         return self._dropped
-
-    def _served_first(self, span: SpanRecord) -> tuple[bool, bool, int]:
-        call = self.calls[span.span_id]
-        served = call.response_model is not None and call.response_model != call.request_model
-        # The client span sits inside the framework's: it starts later.
-        return call.response_id is None, not served, -span.start_time_unix_nano
-
-
-def _one_call(a: SpanRecord, b: SpanRecord) -> bool:
-    # Two instrumentations (a framework's and its client library's); one library's two spans are
-    # two calls even with the same text (an agent's steps differ only in tool messages).
-    if a.scope_name == b.scope_name:
-        return False
-    overlap = a.start_time_unix_nano < b.end_time_unix_nano and b.start_time_unix_nano < a.end_time_unix_nano
-    related = (a.parent_span_id == b.parent_span_id or a.parent_span_id == b.span_id
-               or b.parent_span_id == a.span_id)
-    return overlap and related
 
 
 def _split(inputs: Sequence[Message]) -> tuple[str | None, list[Message], list[str]]:
