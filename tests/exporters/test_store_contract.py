@@ -4,6 +4,8 @@ exactly-once writes, retention, restart, and the factory that picks the engine."
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import AsyncIterator, Callable
 
@@ -13,6 +15,7 @@ from exporters.config import StoreConfig
 from exporters.result_store import MAX_QUERY_ROWS, STORE_DUPLICATE_RESULTS, ResultStore
 from exporters.store_factory import Store, build_store
 from exporters.store_postgres import PostgresStore
+from exporters.store_schema import SCHEMA_VERSION
 from monitor.model import SamplingDecision, Score, ScoreStatus
 from tests.exporters.results import WriterTelemetry
 from tests.exporters.test_result_store import Clock, quality, result, severity, stop, until
@@ -234,3 +237,39 @@ async def test_a_nul_character_does_not_cost_the_batch(running: tuple[Store, Clo
     await until(count_is(store, 2))  # type: ignore[arg-type]
     assert telemetry.write_failed == 0
     assert {e.question for e in await store.evaluations()} >= {"What is the refund window?"}
+
+
+async def test_a_version_3_sqlite_file_with_duplicates_gains_the_unique_keys(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    config = StoreConfig(path=str(path), flush_interval_seconds=0.02)
+    first = ResultStore(config, WriterTelemetry())
+    await first.start()
+    stored = result(quality("groundedness", 2), quality("relevance", 4))
+    first.consume_result(stored)
+    await until(count_is(first, 2))  # type: ignore[arg-type]
+    await stop(first)
+    with closing(sqlite3.connect(path)) as conn:  # the previous release's file, where a repeat was stored twice
+        conn.executescript("DROP INDEX results_trace; DROP INDEX scores_result_metric; "
+                           "CREATE INDEX scores_result ON scores(result_id);")
+        conn.execute("INSERT INTO results (timestamp, trace_id, span_id, conversation_id, service, labels, weight, "
+                     "sampling_policy, question, answer, turn_start_unix_nano, documents) SELECT timestamp, trace_id, "
+                     "span_id, conversation_id, service, labels, weight, sampling_policy, question, answer, "
+                     "turn_start_unix_nano, documents FROM results")
+        conn.execute("INSERT INTO scores (result_id, timestamp, metric, outcome, value, scale_low, scale_high, "
+                     "status) SELECT (SELECT max(id) FROM results), timestamp, metric, outcome, value, scale_low, "
+                     "scale_high, status FROM scores")
+        conn.execute("PRAGMA user_version=3")
+        conn.commit()
+    telemetry = WriterTelemetry()
+    again = ResultStore(config, telemetry)
+    await again.start()
+    try:
+        assert await again.count() == 2  # the first write kept, the repeat gone
+        again.consume_result(stored)
+        again.consume_result(result(quality("fluency", 5)))
+        await until(count_is(again, 3))  # type: ignore[arg-type]
+        assert telemetry.value(STORE_DUPLICATE_RESULTS) == 1
+    finally:
+        await stop(again)
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
 from exporters.config import StoreConfig
-from exporters.result_store import STORE_WRITE_FAILURES, StoreOpenError
+from exporters.result_store import STORE_DUPLICATE_RESULTS, STORE_WRITE_FAILURES, StoreOpenError
 from exporters.store_postgres import PostgresStore
 from exporters.store_schema import SCHEMA_VERSION
 from exporters.store_spill import STORE_SPILL
@@ -23,6 +27,7 @@ from tests.exporters.test_result_store import quality, result, until
 from tests.support.postgres_server import PostgresServer, postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 DECISION = SamplingDecision(True, "probabilistic", 0.5)
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def store(url: str, replica: str, telemetry: WriterTelemetry | None = None, **overrides: Any) -> PostgresStore:
@@ -269,3 +274,65 @@ async def test_a_released_claim_goes_to_the_next_claimer(postgres_url: str) -> N
         assert again.trace_id == turn.trace_id and await second.backlog_size() == 1
     finally:
         await stop(first, second)
+
+
+_DOOMED_REPLICA = """
+import asyncio, sys
+from exporters.config import StoreConfig
+from exporters.store_postgres import PostgresStore
+from monitor.model import SamplingDecision, Turn
+from monitor.telemetry import NullTelemetry
+
+async def main(url: str, n: int) -> None:
+    store = PostgresStore(StoreConfig(url=url, backlog_flush_seconds=0.02, lease_seconds=1.0), NullTelemetry(),
+                          replica_id="doomed")
+    await store.start()
+    for i in range(n):
+        store.defer(Turn(f"{i:032x}", f"conv-{i}", f"question {i}", "answer"), SamplingDecision(True, "p", 0.5))
+    while await store.backlog_size() < n:
+        await asyncio.sleep(0.01)
+    print("ready", flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+"""
+
+
+async def test_a_replica_killed_with_9_has_its_backlog_finished_once_by_the_others(postgres_url: str) -> None:
+    n = 20
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _DOOMED_REPLICA, postgres_url, str(n), cwd=str(REPO_ROOT),
+        stdout=asyncio.subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    try:
+        assert child.stdout is not None
+        assert await asyncio.wait_for(child.stdout.readline(), 30) == b"ready\n"
+        child.send_signal(signal.SIGKILL)
+        assert await asyncio.wait_for(child.wait(), 10) == -signal.SIGKILL
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+
+    telemetry = WriterTelemetry()
+    others = [store(postgres_url, f"survivor-{i}", telemetry) for i in range(2)]
+    await asyncio.gather(*(o.start() for o in others))
+    try:
+        claimed: list[str] = []
+
+        async def finish(o: PostgresStore) -> None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 20
+            while len(claimed) < n and loop.time() < deadline:
+                for _, turn, decision in await o.claim_expired(3):
+                    claimed.append(turn.trace_id)
+                    o.consume_result(EvaluationResult(turn, (quality("fluency", 4),), decision.weight,
+                                                      decision.policy))
+                await asyncio.sleep(0.02)
+
+        await asyncio.gather(*(finish(o) for o in others))
+        assert sorted(claimed) == [f"{i:032x}" for i in range(n)]  # every turn, once
+        await until(count_is(others[0], n))
+        assert await scalar(postgres_url, "SELECT count(*) FROM pending") == 0
+        assert telemetry.value(STORE_DUPLICATE_RESULTS) == 0
+    finally:
+        await stop(*others)
