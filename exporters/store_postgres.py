@@ -31,77 +31,34 @@ import asyncio
 import logging
 import random
 import time
-from itertools import groupby
 from typing import Any, Awaitable, Callable, Collection, Sequence, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
+from exporters import store_pg_sql as pg_sql
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import StoreConfig
 from exporters.result_store import HIGHER_IS_WORSE, STORE_DUPLICATE_RESULTS, STORE_WRITE_FAILURES, StoreOpenError
-from exporters.store_queries import StoreReads, pyformat
-from exporters.store_schema import insert_result, insert_score, result_values, score_values
 from exporters.store_pg_schema import migrate
+from exporters.store_queries import StoreReads, pyformat
 from exporters.store_spill import PendingOp, Spill, WriteUnit
 from monitor.model import SamplingDecision, Turn
 from monitor.telemetry import BACKLOG, Telemetry
-from monitor.turn_codec import decode_pending, encode_pending
+from monitor.turn_codec import decode_pending
 
 __all__ = ["PostgresStore"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_ORDER_LOCK = 0x7261676D6F6E01  # pg_advisory_xact_lock key: result batches, fleet-wide, one at a time
-_RETENTION_LOCK = 0x7261676D6F6E02  # one replica applies retention at a time
-_DELETE_CHUNK = 5000
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.2, 10.0
-_INSERT_RESULT = insert_result("postgresql")
-_INSERT_SCORE = insert_score("postgresql")
-_LEASE = "now() + make_interval(secs => %s)"
-_INSERT_PENDING = ("INSERT INTO pending (trace_id, created, payload, claimant, lease_until) "
-                   f"VALUES (%s, %s, %s, %s, {_LEASE}) ON CONFLICT (trace_id) DO NOTHING")
-# Rows whose lease ran out, oldest first, skipping rows another replica is claiming right now.
-_CLAIM = (f"UPDATE pending SET claimant = %s, lease_until = {_LEASE} WHERE seq IN ("
-          "SELECT seq FROM pending WHERE (lease_until IS NULL OR lease_until < now()) "
-          "AND claimant IS DISTINCT FROM %s ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED) "
-          "RETURNING seq, trace_id, payload")
-
-
-class _OncePerCause(logging.Filter):
-    """Lets the pool's warning about a failed connection attempt of this store's pool through
-    once per cause (refused, authentication failed, …: what an operator needs), not once per
-    attempt; :meth:`reset` when the database is reachable again."""
-
-    def __init__(self, pool_name: str) -> None:
-        super().__init__()
-        self.pool_name = pool_name
-        self._seen: set[str] = set()
-
-    def reset(self) -> None:
-        self._seen.clear()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        attempt = isinstance(record.msg, str) and record.msg.startswith(("error connecting in",
-                                                                         "reconnection attempt in pool"))
-        if not (attempt and isinstance(record.args, tuple) and self.pool_name in record.args):
-            return True
-        cause = record.getMessage()
-        if cause in self._seen:
-            return False
-        self._seen.add(cause)
-        return True
-
-
-def _without_nul(values: dict[str, Any]) -> dict[str, Any]:
-    # PostgreSQL's TEXT cannot hold U+0000 (SQLite's can): a NUL in a question must not cost the batch.
-    return {k: v.replace("\x00", "\ufffd") if isinstance(v, str) else v for k, v in values.items()}
 
 
 def _retryable(exc: BaseException) -> bool:
     """Connection lost or refused, pool timeout, server shutting down, statement timeout, no
-    answer within the store's own bound (a silent network): the database may come back. Anything else (a value it refuses) would fail again."""
+    answer within the store's own bound (a silent network): the database may come back.
+    Anything else (a value it refuses) would fail again."""
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, TimeoutError))
 
 
@@ -138,7 +95,7 @@ class PostgresStore(BatchWriter, StoreReads):
         self._kick = asyncio.Event()  # the spill has something: try now rather than at the next tick
         self._causes: set[str] = set()  # failures logged since the database was last reachable
         self._tasks: list[asyncio.Task[None]] = []
-        self._pool_filter = _OncePerCause(f"rag-monitor-store-{replica_id}")
+        self._pool_filter = pg_sql.OncePerCause(f"rag-monitor-store-{replica_id}")
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -283,38 +240,12 @@ class PostgresStore(BatchWriter, StoreReads):
         return await asyncio.wait_for(operation, 3 * self._config.timeout_seconds)
 
     async def _write_unit(self, unit: WriteUnit) -> None:
-        """One transaction: the backlog operations in order, then the results (their turns leave
-        the backlog). Counts the results skipped as duplicates once it commits."""
+        """One transaction (``store_pg_sql.write_unit``); counts the results skipped as duplicates."""
         assert self._pool is not None
-        cfg = self._config
-        ids: list[int | None] = []
-        async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            if unit.batch:  # ids become visible in id order (scores_after): one batch at a time, fleet-wide
-                await cur.execute("SELECT pg_advisory_xact_lock(%s)", (_ORDER_LOCK,))
-            for kind, group in groupby(unit.ops, key=lambda op: op[0]):
-                ops = list(group)
-                if kind == "add":
-                    await cur.executemany(_INSERT_PENDING, [
-                        (trace_id, created, encode_pending(*item), self._replica, cfg.lease_seconds)
-                        for _, trace_id, item, created in ops if item is not None])
-                else:
-                    await cur.executemany("DELETE FROM pending WHERE trace_id = %s", [(op[1],) for op in ops])
-            if not unit.batch:
-                return
-            await cur.execute("DELETE FROM pending WHERE trace_id = ANY(%s)",
-                              ([r.turn.trace_id for _, r in unit.batch],))
-            await cur.executemany(_INSERT_RESULT, [_without_nul(result_values(ts, r, cfg.max_text_chars))
-                                                   for ts, r in unit.batch], returning=True)
-            while True:  # one result set per row: its id, or none when the trace was already stored
-                row = await cur.fetchone()
-                ids.append(int(row[0]) if row else None)
-                if not cur.nextset():
-                    break
-            scores = [_without_nul(score_values(rid, ts, score, cfg.max_text_chars))
-                      for rid, (ts, result) in zip(ids, unit.batch) if rid is not None for score in result.scores]
-            if scores:
-                await cur.executemany(_INSERT_SCORE, scores)
-        duplicates = ids.count(None)
+        async with self._pool.connection() as conn:
+            duplicates = await pg_sql.write_unit(conn, unit, replica=self._replica,
+                                                 lease_seconds=self._config.lease_seconds,
+                                                 max_chars=self._config.max_text_chars)
         if duplicates:
             self._telemetry.add(STORE_DUPLICATE_RESULTS, duplicates)
 
@@ -378,28 +309,21 @@ class PostgresStore(BatchWriter, StoreReads):
             delay = min(_BACKOFF_MAX, delay * 2)
 
     async def _renew_leases(self) -> None:
-        assert self._pool is not None
-        async with self._pool.connection() as conn:
-            await conn.execute(f"UPDATE pending SET lease_until = {_LEASE} WHERE claimant = %s",
-                               (self._config.lease_seconds, self._replica))
+        pool = self._pool
+        assert pool is not None
+
+        async def renew() -> None:
+            async with pool.connection() as conn:
+                await pg_sql.renew_leases(conn, replica=self._replica, lease_seconds=self._config.lease_seconds)
+
+        await self._bounded(renew())
 
     async def _retention(self) -> None:
         """Delete rows older than ``max_age_hours``; one replica at a time (the others skip)."""
         assert self._pool is not None
         cutoff = self._clock() - self._config.max_age_hours * 3600.0
         async with self._pool.connection() as conn:
-            row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (_RETENTION_LOCK,))).fetchone()
-            if not row or not row[0]:
-                return
-            try:
-                await conn.execute("DELETE FROM pending WHERE created < %s", (cutoff,))
-                while True:
-                    cur = await conn.execute("DELETE FROM results WHERE id IN (SELECT id FROM results "
-                                             "WHERE timestamp < %s LIMIT %s)", (cutoff, _DELETE_CHUNK))
-                    if cur.rowcount < _DELETE_CHUNK:
-                        break
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (_RETENTION_LOCK,))
+            await pg_sql.delete_older_than(conn, cutoff)
 
     # ------------------------------------------------------------------ evaluation backlog
     def defer(self, turn: Turn, decision: SamplingDecision) -> bool:
@@ -451,16 +375,19 @@ class PostgresStore(BatchWriter, StoreReads):
         pool = self._pool
         if pool is None or not self._ready.is_set() or limit < 1:
             return []
-        try:
+        async def claim() -> list[Any]:
             async with pool.connection() as conn:
-                cur = await conn.execute(_CLAIM, (self._replica, self._config.lease_seconds, self._replica, limit))
-                rows = await cur.fetchall()
+                return await pg_sql.claim_expired(conn, replica=self._replica,
+                                                  lease_seconds=self._config.lease_seconds, limit=limit)
+
+        try:
+            rows = await self._bounded(claim())
         except Exception as exc:
             if not _retryable(exc):
                 raise
             self._note_down("claim", exc)
             return []
-        return self._decoded(sorted(rows))
+        return self._decoded(rows)
 
     async def release(self, seqs: Sequence[int]) -> None:
         """Give back claimed rows this replica will not evaluate after all (no room in its queue):
@@ -468,9 +395,12 @@ class PostgresStore(BatchWriter, StoreReads):
         pool = self._pool
         if pool is None or not seqs:
             return
-        async with pool.connection() as conn:
-            await conn.execute("UPDATE pending SET claimant = NULL, lease_until = NULL "
-                               "WHERE seq = ANY(%s) AND claimant = %s", (list(seqs), self._replica))
+
+        async def give_back() -> None:
+            async with pool.connection() as conn:
+                await pg_sql.release(conn, seqs, replica=self._replica)
+
+        await self._bounded(give_back())
 
     def _decoded(self, rows: Sequence[Sequence[Any]]) -> list[tuple[int, Turn, SamplingDecision]]:
         out: list[tuple[int, Turn, SamplingDecision]] = []
