@@ -5,8 +5,9 @@ Everything else is derived from these tables, for each dialect (SQLite, PostgreS
 ``CREATE``/``ALTER`` statements of each schema version, the ``INSERT`` statements (named
 parameters), and the reads, which map columns to the record fields of the same name. A column has a
 portable type (``real`` is ``REAL`` in SQLite and ``DOUBLE PRECISION`` in PostgreSQL, ``id`` an
-``AUTOINCREMENT`` or an identity column), so one declaration serves both stores. Adding a column is one :class:`Column` here (with ``since`` = the
-new :data:`SCHEMA_VERSION`), plus a field of that name on a record type if a read should return it.
+``AUTOINCREMENT`` or an identity column), so one declaration serves both stores. Adding a column
+is one :class:`Column` here (with ``since`` = the new :data:`SCHEMA_VERSION`), plus a field of that
+name on a record type if a read should return it.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from typing import Any, Awaitable, Callable, Collection, Sequence
 
 from monitor.model import Document
 
-__all__ = ["Fetch", "goodness", "StoredScore", "StoredDocument", "StoredTurn", "OutcomeReason", "encode_documents", "worst_turns",
-           "outcome_reasons", "MAX_STORED_DOCUMENTS", "MAX_DOCUMENT_CHARS"]
+__all__ = ["Fetch", "goodness", "StoredScore", "StoredDocument", "StoredTurn", "OutcomeReason", "encode_documents",
+           "worst_turns", "outcome_reasons", "MAX_STORED_DOCUMENTS", "MAX_DOCUMENT_CHARS"]
 
 MAX_STORED_DOCUMENTS = 10
 """Documents kept per turn (the first ones, in retrieval order)."""
@@ -173,7 +173,8 @@ async def worst_turns(fetch: Fetch, *, since: float, metric: str | None, limit: 
     scores: dict[int, list[StoredScore]] = {}
     for row in await fetch(
             f"SELECT s.result_id, {_SCORE_COLUMNS} FROM scores s WHERE s.result_id IN ({marks}) "
-            f"ORDER BY {_DEFECT} DESC, CASE WHEN s.status = 'ok' THEN 1 ELSE 0 END DESC, {good} ASC NULLS FIRST, s.metric",
+            f"ORDER BY {_DEFECT} DESC, CASE WHEN s.status = 'ok' THEN 1 ELSE 0 END DESC, "
+            f"{good} ASC NULLS FIRST, s.metric",
             [*ids, *good_params]):
         r = dict(zip(_SCORE_NAMES, row[1:]))
         r["scale"] = (r.pop("scale_low"), r.pop("scale_high"))
