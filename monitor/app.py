@@ -24,7 +24,8 @@ from exporters.jsonl_sink import JsonlSink
 from exporters.labels import LabelFanOut, LabelPolicy
 from exporters.otlp_metrics import OtlpMetrics, rolling_readings
 from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
-from exporters.result_store import ResultStore
+from exporters.store_factory import Store, build_store
+from exporters.store_windows import StoreWindows
 from exporters.jailbreak_rates import JailbreakCollector, JailbreakComparison
 from exporters.rolling import RollingCollector, RollingStats
 from monitor.admin.server import AdminServer
@@ -153,7 +154,8 @@ class Sidecar:
         self.judge: JudgeClient | None = None
         self.content_safety: ContentSafetyClient | None = None
         self.evaluation: EvaluationStage | None = None
-        self.store: ResultStore | None = None
+        self.store: Store | None = None
+        self.fleet_windows: StoreWindows | None = None
         self.jsonl: JsonlSink | None = None
         self.otlp_metrics: OtlpMetrics | None = None
         self.evaluation_events: EvaluationEvents | None = None
@@ -201,7 +203,12 @@ class Sidecar:
                 sampling, self.fleet, self.fleet_traffic, self.telemetry,
                 ttl_seconds=max(3600.0, 2 * cfg.assembly.conversation_idle_seconds),
                 max_pending=cfg.fleet.max_pending_decisions)
-        self.store = ResultStore(exp.store, self.telemetry) if exp.store.enabled else None
+        self.store = (build_store(exp.store, self.telemetry, replica_id=cfg.fleet.replica())
+                      if exp.store.enabled else None)
+        if self.store is not None and exp.store.dialect == "postgresql":
+            # The fleet's one store: every replica's API and page read the fleet's windows from it.
+            self.fleet_windows = StoreWindows(self.store, RollingStats(exp.window_seconds()),
+                                              service=lambda s: self.labels.admit("service", s, count=False))
         self.jsonl = JsonlSink(exp.jsonl, self.telemetry) if exp.jsonl.path else None
         sinks: tuple[ResultConsumer, ...] = tuple(c for c in (self.store, self.jsonl, self.evaluation_events)
                                                   if c is not None)
@@ -220,7 +227,8 @@ class Sidecar:
             sampling, build_evaluators(cfg.evaluation, self.judge, content_safety=self.content_safety),
             (self.weight_gate,), self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=backlog,
             max_queue_bytes=cfg.evaluation.max_queue_bytes, local_workers=cfg.evaluation.local_workers,
-            local_queue_size=cfg.evaluation.local_queue_size, prepare=redact, fleet=self.fleet_decider)
+            local_queue_size=cfg.evaluation.local_queue_size, prepare=redact, fleet=self.fleet_decider,
+            claim_interval=max(1.0, exp.store.lease_seconds / 3) if self.fleet_windows is not None else None)
         self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)),
                                                  self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
@@ -245,7 +253,8 @@ class Sidecar:
             self._fleet_collector = FleetCollector(link, pending, held)
             self.registry.register(self._fleet_collector)
         self.admin = AdminServer(cfg.admin, self.registry, self.ready,
-                                 summary=self.rolling, store=self.store, telemetry=self.telemetry,
+                                 summary=self.fleet_windows.rolling if self.fleet_windows else self.rolling,
+                                 store=self.store, telemetry=self.telemetry,
                                  catalogue=metric_catalogue(cfg.evaluation, cfg.judge.enabled), pipeline=pipeline,
                                  jailbreak=self.jailbreak)
         self.watch = PipelineWatch(self.registry, setting)
@@ -272,7 +281,8 @@ class Sidecar:
                                               lambda: assembler.pending_bytes)
         self.registry.register(self._collector)
         # Downstream first: the store before the admin server that queries it.
-        return [c for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events, self.admin, self.watch,
+        return [c for c in (self.store, self.fleet_windows, self.jsonl, self.otlp_metrics, self.evaluation_events,
+                            self.admin, self.watch,
                             self.fleet, self.fleet_traffic, self.judge, self.content_safety, self.weight_gate,
                             self.fleet_decider, self.evaluation, self.conversations, self.assembler,
                             self.forwarder, self.grpc, self.http) if c is not None]
@@ -289,7 +299,7 @@ class Sidecar:
                                           interval_seconds=cfg.sampling.weight_interval_seconds,
                                           horizon_seconds=horizon)
 
-    async def _refill_windows(self, store: ResultStore) -> None:
+    async def _refill_windows(self, store: Store) -> None:
         # After a restart the rolling windows would read "no data" for up to an hour; the
         # store has the last hour of scores.
         longest = max(sec for _, sec in self.rolling.windows)
@@ -312,7 +322,9 @@ class Sidecar:
             for c in components:
                 await c.start()
                 started.append(c)
-                if self.store is not None and c is self.store:
+                # This process's windows refill from its own file; a fleet's store holds every replica's
+                # scores, which the fleet windows read (the Prometheus gauges stay per process).
+                if self.store is not None and c is self.store and self.fleet_windows is None:
                     await self._refill_windows(self.store)
         except BaseException:
             self._components = started
@@ -353,7 +365,8 @@ class Sidecar:
         total = self.config.shutdown_deadline_seconds if timeout is None else timeout
         deadline = loop.time() + total
         drain_deadline = deadline - min(2.0, 0.25 * total)
-        sinks = {id(c) for c in (self.store, self.jsonl, self.otlp_metrics, self.evaluation_events, self.admin)
+        sinks = {id(c) for c in (self.store, self.fleet_windows, self.jsonl, self.otlp_metrics, self.evaluation_events,
+                                 self.admin)
                  if c is not None}
         for c in reversed(components):
             own = deadline if id(c) in sinks else drain_deadline

@@ -145,6 +145,10 @@ class OutcomeSampler(Protocol):
         """Decide for the conversation ``turn`` opens."""
         ...
 
+    def uniform(self, conversation_id: str) -> float:
+        """The uniform number the draw of ``conversation_id`` thresholds."""
+        ...
+
 
 class PolicySampler:
     """The root of a policy tree: implements :class:`OutcomeSampler`.
@@ -163,6 +167,10 @@ class PolicySampler:
         self._root = root
         self._salt = salt
         self._telemetry = telemetry or NullSamplingTelemetry()
+
+    def uniform(self, conversation_id: str) -> float:
+        """The shared uniform of ``conversation_id`` (see :func:`uniform`)."""
+        return uniform(self._salt, conversation_id)
 
     @property
     def root(self) -> Policy:

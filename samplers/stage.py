@@ -74,6 +74,10 @@ class SamplingStage:
         fleet decider proposes it to the fleet first, see ``monitor.fleet.decisions``)."""
         return self._sampler.draw(turn, signals)
 
+    def uniform(self, conversation_id: str) -> float:
+        """The shared uniform the draw of ``conversation_id`` thresholds (independent of the conversation)."""
+        return self._sampler.uniform(conversation_id)
+
     def adopt(self, conversation_id: str, decision: SamplingDecision, *, first: bool) -> None:
         """Cache a decision taken elsewhere (the fleet's, or a draw this stage made and the fleet kept)."""
         self._remember(conversation_id, decision)

@@ -15,7 +15,11 @@ weight of each kept one is::
     weight = (1/p) · selected / kept
 
 which is ``1/p`` when nothing was shed (the usual case, then nothing changes) and, in the first
-interval where ``p = 1``, ``arrivals / kept``. The factor is final when the interval closes; a
+interval where ``p = 1``, ``arrivals / kept``. The factor is computed per interval and policy node
+(over the node's probabilities, each cell's counts scaled by its ``1/p``). An interval whose cap
+shed *everything* it selected has nobody to stand for it; its estimated selections are carried to
+the node's next interval that kept some (cells collapsed forward, up to :data:`LOOKBACK`
+intervals), so a burst straddling an interval boundary is not lost from the estimate. The factor is final when the interval closes; a
 result of a capped cell waits for it (``monitor.evaluation.weight_gate``), so every consumer —
 the weight counters, the rolling windows, the store — sees the final weight once.
 
@@ -31,10 +35,37 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-__all__ = ["CellCounts", "CellLedger", "WeightFactors", "cell_id", "parse_cell", "LOCAL", "FLEET"]
+__all__ = ["CellCounts", "CellLedger", "WeightFactors", "cell_id", "parse_cell", "post_stratified_factor",
+           "LOCAL", "FLEET", "LOOKBACK"]
 
 LOCAL = "L"
 FLEET = "F"
+LOOKBACK = 60
+"""Intervals an emptied cell's selections may be carried over before they are given up."""
+
+NodeCells = Callable[[int], "list[tuple[float, CellCounts]] | None"]
+"""The (probability, counts) of one policy node's cells in an interval; None when not known."""
+
+
+def post_stratified_factor(cells: NodeCells, interval: int) -> float:
+    """``(selected + carried) / kept`` of a node in ``interval``, each cell scaled by its ``1/p``;
+    carried = the estimated selections of the immediately preceding intervals that kept nothing."""
+    def totals(i: int) -> tuple[float, float] | None:
+        found = cells(i)
+        if found is None:
+            return None
+        return (sum(c.selected / p for p, c in found if p > 0), sum(c.kept / p for p, c in found if p > 0))
+
+    own = totals(interval)
+    if own is None or own[1] <= 0:
+        return 1.0
+    carried = 0.0
+    for earlier in range(interval - 1, interval - LOOKBACK - 1, -1):
+        found = totals(earlier)
+        if found is None or found[1] > 0:
+            break
+        carried += found[0]
+    return max(1.0, (own[0] + carried) / own[1])
 
 
 def cell_id(scope: str, interval: int, probability: float, node: str) -> str:
@@ -88,6 +119,7 @@ class CellLedger:
         self._clock = clock
         self._max = max_cells
         self._cells: OrderedDict[str, CellCounts] = OrderedDict()
+        self._by_node: dict[tuple[int, str], dict[float, CellCounts]] = {}
         self.evicted = 0
 
     def interval(self, at: float | None = None) -> int:
@@ -107,8 +139,16 @@ class CellLedger:
         counts = self._cells.get(cell)
         if counts is None:
             counts = self._cells[cell] = CellCounts()
+            parsed = parse_cell(cell)
+            if parsed is not None:
+                self._by_node.setdefault((parsed[1], parsed[3]), {})[parsed[2]] = counts
             if len(self._cells) > self._max:
-                self._cells.popitem(last=False)
+                old, _ = self._cells.popitem(last=False)
+                gone = parse_cell(old)
+                if gone is not None:
+                    self._by_node.get((gone[1], gone[3]), {}).pop(gone[2], None)
+                    if not self._by_node.get((gone[1], gone[3]), True):
+                        del self._by_node[(gone[1], gone[3])]
                 self.evicted += 1
         counts.arrivals += 1
         if outcome != "not_sampled":
@@ -126,10 +166,17 @@ class CellLedger:
             return 1.0
         if not self.closed(parsed[1]):
             return None
-        counts = self._cells.get(cell)
-        return counts.factor() if counts is not None else 1.0
+        return self.factor_now(cell)
 
     def factor_now(self, cell: str) -> float:
         """The factor from the counts so far, final or not (an early release)."""
-        counts = self._cells.get(cell)
-        return counts.factor() if counts is not None else 1.0
+        parsed = parse_cell(cell)
+        if parsed is None:
+            return 1.0
+        node = parsed[3]
+        return post_stratified_factor(lambda i: self._node_cells(i, node), parsed[1])
+
+    def _node_cells(self, interval: int, node: str) -> list[tuple[float, CellCounts]] | None:
+        found = self._by_node.get((interval, node))
+        # An interval without a cell of the node saw none of its traffic: known, and empty.
+        return list(found.items()) if found else []

@@ -15,8 +15,8 @@ deadline cuts off is dropped and counted. Either way no accepted turn goes unacc
 In a fleet a :class:`FleetDecisions` (``monitor.fleet.decisions.FleetDecider``) decides first
 turns through Redis, off the event loop's synchronous path: ``turn_added`` submits the turn and the
 decision arrives a round trip later (a known conversation's at once). With a backlog that can be
-claimed (``claim_expired``: the fleet's PostgreSQL store), the stage also takes over, every
-``claim_interval`` seconds, the backlog rows whose lease expired — a replica that died — so its
+claimed (``claim_expired``: the fleet's PostgreSQL store) and a ``claim_interval``, the stage also takes
+over, every ``claim_interval`` seconds, the backlog rows whose lease expired — a replica that died — so its
 sampled turns are evaluated by the others, once (the store's unique keys count a repeat).
 
 With ``local_workers`` > 0 the CPU-bound local metrics (every local-tier evaluator but the
@@ -94,6 +94,10 @@ class ClaimableBacklog(Protocol):
         """Claim up to ``limit`` rows whose lease expired (their replica died) for this replica."""
         ...
 
+    async def release(self, seqs: Sequence[int]) -> None:
+        """Give back claimed rows this replica will not evaluate after all."""
+        ...
+
 
 class EvaluationStage:
     """ConversationSink + Component."""
@@ -103,7 +107,7 @@ class EvaluationStage:
                  backlog: Backlog | None = None, max_queue_bytes: int = 64 * 1024 * 1024,
                  local_workers: int = 0, local_queue_size: int = 64,
                  prepare: Callable[[Turn], Turn] | None = None, fleet: FleetDecisions | None = None,
-                 claim_interval: float = 5.0) -> None:
+                 claim_interval: float | None = None) -> None:
         self._max_queue_bytes = max_queue_bytes
         self._queued_bytes = 0
         # Applied to each sampled turn before it is queued, kept in the backlog or evaluated: the
@@ -179,7 +183,7 @@ class EvaluationStage:
         self._workers = [asyncio.create_task(self._work(), name=f"evaluate-{i}") for i in range(self._n_workers)]
         if self._backlog is not None:
             self._resume_task = asyncio.create_task(self._resume(self._backlog), name="evaluation-resume")
-            if isinstance(self._backlog, ClaimableBacklog):
+            if self._claim_interval is not None and isinstance(self._backlog, ClaimableBacklog):
                 self._claim_task = asyncio.create_task(self._claim(self._backlog), name="evaluation-claim")
 
     async def _warm_up(self) -> None:
@@ -226,7 +230,7 @@ class EvaluationStage:
         """Take over the backlog rows of replicas that died (their lease expired), as room allows."""
         claimed = 0
         while self._accepting:
-            await asyncio.sleep(self._claim_interval)
+            await asyncio.sleep(self._claim_interval or 5.0)
             room = self._queue.maxsize - self._queue.qsize()
             if room < max(1, self._queue.maxsize // 4):
                 continue
@@ -235,17 +239,24 @@ class EvaluationStage:
             except Exception:  # the store is away: the rows stay leased to nobody, claimed later
                 log.warning("claiming expired backlog rows failed", exc_info=True)
                 continue
+            taken = 0
             for _, turn, decision in rows:
                 size = turn.text_bytes
                 try:
                     self._queue.put_nowait((turn, decision, size))
-                except asyncio.QueueFull:  # our claim expires and another replica (or we) take it later
+                except asyncio.QueueFull:  # new turns took the room meanwhile: the rest goes back
                     break
                 self._queued_bytes += size
-                claimed += 1
-            if rows:
-                self._telemetry.add(BACKLOG, len(rows), event="claimed")
-                log.info("evaluation backlog: %d turns of a stopped replica claimed (%d so far)", len(rows), claimed)
+                taken += 1
+            if taken < len(rows):
+                try:
+                    await backlog.release([seq for seq, _, _ in rows[taken:]])
+                except Exception:  # their lease runs out by itself
+                    log.warning("releasing claimed backlog rows failed", exc_info=True)
+            claimed += taken
+            if taken:
+                self._telemetry.add(BACKLOG, taken, event="claimed")
+                log.info("evaluation backlog: %d turns of a stopped replica claimed (%d so far)", taken, claimed)
 
     async def _work(self) -> None:
         while True:

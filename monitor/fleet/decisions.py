@@ -50,6 +50,7 @@ FLEET_DECISIONS = counter(
     "taken alone stored for the fleet once Redis answered).", "source")
 
 _BATCH = 512
+_GATHER_SECONDS = 0.02
 _SEP = "\x1f"
 
 # KEYS: decision keys. ARGV[1]: TTL in ms. Returns each stored decision or "" (none), TTL refreshed.
@@ -174,6 +175,9 @@ class FleetDecider:
             if not self._queue:
                 self._wake.clear()
                 await self._wake.wait()
+                # Let the rest of a burst arrive (an OTLP batch assembles within a few ms): drawn
+                # together, a burst is drawn in the uniforms' order (see _resolve).
+                await asyncio.sleep(_GATHER_SECONDS)
             batch = self._current = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
             try:
                 await self._settle(batch)
@@ -207,17 +211,30 @@ class FleetDecider:
         if stored is None:
             return
         proposals: list[tuple[str, SamplingDecision, str, list[str]]] = []
+        fresh: list[str] = []
         for key, text in zip(keys, stored):
             known = decode_decision(text) if text else None
             if known is not None:
                 self._stage.adopt(key, known, first=False)
                 self._telemetry.add(FLEET_DECISIONS, source="fleet")
-                continue
+            else:
+                fresh.append(key)
+        # A batch is drawn in the order of the conversations' uniforms, not of arrival: when a cap
+        # sheds part of a burst, what it keeps is then a random part of it. Arrival order within a
+        # burst is not (in a fleet, the conversations a replica sees first are those whose turns did
+        # not reach the others' earlier batches: short ones), and post-stratification needs the kept
+        # to be like the shed.
+        fresh.sort(key=self._stage.uniform)
+        for key in fresh:
             result = self._stage.draw(unknown[key])
             decision = result.decision
             interval = self._traffic.interval()
             if decision.cell is not None:
-                decision = replace(decision, cell=cell_id(FLEET, interval, decision.probability, decision.cell))
+                # Per replica: each replica's cap sheds at its own rate, and which replica decides a
+                # conversation depends on where its turns land (a long one reaches the first batch
+                # more often), so only one replica's decisions are exchangeable within a cell.
+                node = f"{decision.cell}@{self._link.replica_id}"
+                decision = replace(decision, cell=cell_id(FLEET, interval, decision.probability, node))
             else:
                 decision = replace(decision, cell=None)
             nodes = result.plan.nodes() if result.plan is not None else []

@@ -37,7 +37,7 @@ FLEET_REDIS_ERRORS = counter(
     "Redis operations of the fleet that failed or took longer than fleet.timeout_seconds, by cause "
     "(timeout | connection | error).", "cause")
 FLEET_DEGRADED_EVENTS = counter(
-    "rag_monitor_fleet_degraded_total",
+    "rag_monitor_fleet_outages_total",
     "Times the fleet link went down (Redis unreachable or slow): the replica then follows "
     "fleet.on_redis_failure until Redis answers again.", "cause")
 

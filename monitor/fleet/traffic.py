@@ -22,7 +22,7 @@ import logging
 import math
 from typing import Any
 
-from samplers.weighting import FLEET, CellCounts, parse_cell
+from samplers.weighting import FLEET, CellCounts, parse_cell, post_stratified_factor
 from monitor.fleet.link import FleetLink
 from monitor.telemetry import Telemetry, counter
 
@@ -112,9 +112,8 @@ class FleetTraffic:
         if parsed is None or parsed[0] != FLEET:
             return 1.0
         interval = parsed[1]
-        found = self.counts(cell)
-        if found is not None and found[1]:
-            return found[0].factor()
+        if interval in self._final:
+            return post_stratified_factor(lambda i: self._node_cells(i, parsed[3]), interval)
         end = (interval + 1) * self.interval_seconds
         now = self._link.server_time()
         if now < end + self._settle:
@@ -126,8 +125,38 @@ class FleetTraffic:
 
     def factor_now(self, cell: str) -> float:
         """The best factor available without waiting (at shutdown): final, else partial, else 1."""
-        found = self.counts(cell)
-        return found[0].factor() if found is not None else 1.0
+        parsed = parse_cell(cell)
+        if parsed is None or parsed[0] != FLEET:
+            return 1.0
+        return post_stratified_factor(lambda i: self._node_cells(i, parsed[3], partial=True), parsed[1])
+
+    def _node_cells(self, interval: int, node: str, *, partial: bool = False) -> list[tuple[float, CellCounts]] | None:
+        """The node's cells in ``interval`` from the fleet's final counts (partial ones when asked)."""
+        source = self._final.get(interval)
+        if source is None and partial:
+            source = self._partial.get(interval)
+        if source is None:
+            return None
+        cells: dict[float, CellCounts] = {}
+        suffix = f"/{node}|"
+        for field, value in source.items():
+            if not field.startswith("c|") or suffix not in field:
+                continue
+            head, _, kind = field.rpartition("|")
+            probability_text, _, name = head[2:].partition("/")
+            if name != node:
+                continue
+            try:
+                counts = cells.setdefault(float(probability_text), CellCounts())
+            except ValueError:
+                continue
+            if kind == "a":
+                counts.arrivals = value
+            elif kind == "s":
+                counts.selected = value
+            elif kind == "k":
+                counts.kept = value
+        return list(cells.items())
 
     # -- sync ------------------------------------------------------------------------------
 

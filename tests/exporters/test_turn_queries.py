@@ -7,6 +7,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+from exporters.store_schema import SCHEMA_VERSION
 from exporters.result_store import ResultStore
 from exporters.turn_queries import MAX_DOCUMENT_CHARS, MAX_STORED_DOCUMENTS
 from monitor.model import Document, ScoreStatus
@@ -115,4 +116,4 @@ async def test_a_version_2_file_gains_the_documents_column(tmp_path: Path) -> No
     finally:
         await stop(store)
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

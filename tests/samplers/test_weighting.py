@@ -133,3 +133,23 @@ def test_cell_names_round_trip():
     name = cell_id("F", 123, 0.25, "stratified:search/x")
     assert parse_cell(name) == ("F", 123, 0.25, "stratified:search/x")
     assert parse_cell("garbage") is None
+
+
+def test_an_interval_whose_cap_shed_everything_is_carried_to_the_next_that_kept_some():
+    # A burst straddles an interval boundary: interval 0 keeps 16 of 50, interval 1 keeps none of 30
+    # (bucket empty), interval 2 keeps 5 of 10. Interval 1's arrivals must not vanish from the estimate.
+    clock = Clock()
+    ledger = CellLedger(1.0, clock=clock)
+    base = int(clock.now)
+    cells = []
+    for offset, (arrivals, kept) in enumerate(((50, 16), (30, 0), (10, 5))):
+        clock.now = base + offset + 0.5
+        cell = ledger.name("rate_limit", 1.0)
+        cells.append(cell)
+        for i in range(arrivals):
+            ledger.record(cell, "sampled" if i < kept else "shed")
+    clock.now = base + 10
+    factors = [ledger.factor(c) for c in cells]
+    assert factors[0] == 50 / 16
+    assert factors[2] == (10 + 30) / 5  # interval 1's 30 carried forward
+    assert 16 * factors[0] + 5 * factors[2] == 90  # every arrival stood for
