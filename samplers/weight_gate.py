@@ -9,8 +9,8 @@ see the one final weight: counters can only go up, and a weight corrected after 
 need every consumer to know how to correct.
 
 Results without a cell (1/p is exact: no cap could shed them) pass straight through. The gate is
-bounded: past ``max_held`` the oldest held result is released with the best factor known now,
-counted. At shutdown everything held is released the same way.
+bounded in count and in text bytes: past ``max_held`` or ``max_held_bytes`` the oldest held result
+is released with the best factor known now, counted. At shutdown everything held is released the same way.
 """
 
 from __future__ import annotations
@@ -68,11 +68,14 @@ class WeightGate:
     """``ResultConsumer`` in front of the real consumers; ``start``/``shutdown`` component."""
 
     def __init__(self, consumers: Sequence[ResultConsumer], factors: EarlyFactors, telemetry: Telemetry, *,
-                 max_held: int = 20_000, poll_seconds: float = 0.25) -> None:
+                 max_held: int = 20_000, max_held_bytes: int = 64 * 1024 * 1024,
+                 poll_seconds: float = 0.25) -> None:
         self._consumers = tuple(consumers)
         self._factors = factors
         self._telemetry = telemetry
         self._max = max_held
+        self._max_bytes = max_held_bytes
+        self._bytes = 0
         self._poll = poll_seconds
         self._held: deque[EvaluationResult] = deque()
         self._task: asyncio.Task[None] | None = None
@@ -90,8 +93,10 @@ class WeightGate:
             self._hand_on(self._settled(result, factor))
             return
         self._held.append(result)
-        if len(self._held) > self._max:
+        self._bytes += result.turn.text_bytes
+        while self._held and (len(self._held) > self._max or self._bytes > self._max_bytes):
             oldest = self._held.popleft()
+            self._bytes -= oldest.turn.text_bytes
             self._telemetry.add(WEIGHTS_RELEASED_EARLY, reason="gate_full")
             self._hand_on(self._settled(oldest, self._factors.factor_now(oldest.cell or "")))
 
@@ -114,6 +119,7 @@ class WeightGate:
             if factor is None:
                 waiting.append(result)
                 continue
+            self._bytes -= result.turn.text_bytes
             self._hand_on(self._settled(result, factor))
             released += 1
         self._held = waiting
@@ -136,6 +142,7 @@ class WeightGate:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self.release_ready()
+        self._bytes = 0
         while self._held:
             result = self._held.popleft()
             self._telemetry.add(WEIGHTS_RELEASED_EARLY, reason="shutdown")

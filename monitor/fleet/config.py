@@ -74,6 +74,9 @@ class FleetConfig(BaseModel):
     max_pending_decisions: int = Field(
         10_000, gt=0, description="turns waiting for the fleet's decision; past it a turn is decided locally "
                                   "and counted")
+    max_pending_bytes: int = Field(
+        64 * 1024 * 1024, gt=0, description="text held by the turns waiting for the fleet's decision; past it "
+                                            "a turn is decided locally and counted")
 
     @field_validator("redis_url")
     @classmethod

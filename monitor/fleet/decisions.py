@@ -127,13 +127,15 @@ class FleetDecider:
     """Batches first-turn decisions through Redis (see the module doc); ``start``/``shutdown``."""
 
     def __init__(self, stage: SamplingStage, link: FleetLink, traffic: FleetTraffic, telemetry: Telemetry, *,
-                 ttl_seconds: float, max_pending: int) -> None:
+                 ttl_seconds: float, max_pending: int, max_pending_bytes: int = 64 * 1024 * 1024) -> None:
         self._stage = stage
         self._link = link
         self._traffic = traffic
         self._telemetry = telemetry
         self._ttl_ms = str(int(ttl_seconds * 1000))
         self._max_pending = max_pending
+        self._max_bytes = max_pending_bytes
+        self._bytes = 0
         self._queue: deque[tuple[Turn, Deliver]] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -151,11 +153,13 @@ class FleetDecider:
         if self._stage.cached(key) is not None:
             deliver(turn, self._stage.decide(turn))
             return
-        if self._task is None or len(self._queue) >= self._max_pending:
+        size = turn.text_bytes
+        if self._task is None or len(self._queue) >= self._max_pending or self._bytes + size > self._max_bytes:
             self._telemetry.add(FLEET_DECISIONS, source="overload")
             deliver(turn, self._decide_alone(turn))
             return
         self._queue.append((turn, deliver))
+        self._bytes += size
         self._wake.set()
 
     def _decide_alone(self, turn: Turn) -> SamplingDecision:
@@ -179,6 +183,7 @@ class FleetDecider:
                 # together, a burst is drawn in the uniforms' order (see _resolve).
                 await asyncio.sleep(_GATHER_SECONDS)
             batch = self._current = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
+            self._bytes -= sum(turn.text_bytes for turn, _ in batch)
             try:
                 await self._settle(batch)
             except asyncio.CancelledError:
@@ -202,7 +207,12 @@ class FleetDecider:
                 self._telemetry.add(FLEET_DECISIONS, source="local")
                 self._decide_alone(turn)
         for turn, deliver in batch:
-            deliver(turn, self._stage.decide(turn))  # cached now: the same decision for every turn
+            key = conversation_key(turn)
+            # Cached now: the same decision for every turn. The first turn of a conversation settled
+            # here was already reported to the policies (adopt/decide); later ones are reported now.
+            first = unknown.pop(key, None) is turn
+            decision = self._stage.cached(key) if first else None
+            deliver(turn, decision if decision is not None else self._stage.decide(turn))
 
     async def _resolve(self, unknown: OrderedDict[str, Turn]) -> None:
         keys = list(unknown)
@@ -293,6 +303,7 @@ class FleetDecider:
         # Delivery is synchronous and last in a batch: a batch cut off in a round trip got none.
         self._queue.extendleft(reversed(self._current))
         self._current = []
+        self._bytes = 0
         while self._queue:
             turn, deliver = self._queue.popleft()
             self._telemetry.add(FLEET_DECISIONS, source="local")

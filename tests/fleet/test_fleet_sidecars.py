@@ -288,6 +288,7 @@ async def test_redis_stopped_mid_run_loses_no_accepted_turn(tmp_path, redis_serv
             fleet.send(n % 3, f"before-{n}", 0)
         await fleet.flush()
         await redis_server.stop()
+        outage_began = time.monotonic()
         for n in range(30):
             fleet.send(n % 3, f"during-{n}", 0)
         await fleet.flush()
@@ -303,6 +304,12 @@ async def test_redis_stopped_mid_run_loses_no_accepted_turn(tmp_path, redis_serv
                     assert r.status == 200
         finding = (await fleet.api(0, "/api/pipeline"))["findings"][0]
         assert finding["code"] == "fleet_degraded"
+        # The outage: Redis away for 30 s, traffic and judge calls going on meanwhile.
+        await asyncio.sleep(max(0.0, 30.0 - (time.monotonic() - outage_began)))
+        async with aiohttp.ClientSession() as s:
+            for port in fleet.admin:
+                async with s.get(f"http://127.0.0.1:{port}/readyz") as r:
+                    assert r.status == 200
         await redis_server.start()
         for n in range(10):
             fleet.send(n % 3, f"after-{n}", 0)

@@ -153,3 +153,24 @@ def test_an_interval_whose_cap_shed_everything_is_carried_to_the_next_that_kept_
     assert factors[0] == 50 / 16
     assert factors[2] == (10 + 30) / 5  # interval 1's 30 carried forward
     assert 16 * factors[0] + 5 * factors[2] == 90  # every arrival stood for
+
+
+def test_a_full_gate_releases_the_oldest_early_and_counts_it():
+    clock = Clock()
+    ledger = CellLedger(5.0, clock=clock)
+    sink = Sink()
+    telemetry = CountingTelemetry()
+    gate = WeightGate([sink], CellFactors(ledger), telemetry, max_held=3, max_held_bytes=10_000)
+    cell = ledger.name("rate_limit", 0.5)
+    for i in range(3):
+        ledger.record(cell, "sampled")
+    ledger.record(cell, "shed")
+    for i in range(5):  # held: the interval is open
+        gate.consume_result(EvaluationResult(Turn(f"{i:032x}", "c", "q?", "a."), (), 2.0, "rate_limit", cell=cell))
+    assert gate.held == 3 and len(sink.results) == 2
+    assert [r.weight for r in sink.results] == [2.0 * 4 / 3] * 2  # the best factor known then
+    from samplers.weight_gate import WEIGHTS_RELEASED_EARLY
+    assert telemetry.value(WEIGHTS_RELEASED_EARLY, reason="gate_full") == 2
+    big = EvaluationResult(Turn("f" * 32, "c", "q" * 20_000, "a."), (), 2.0, "rate_limit", cell=cell)
+    gate.consume_result(big)  # over the byte bound: goes at once
+    assert sink.results[-1] is not big and sink.results[-1].turn.trace_id == "f" * 32
