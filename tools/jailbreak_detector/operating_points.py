@@ -1,0 +1,167 @@
+"""Operating points of the shipped detector, chosen on the benign calibration set.
+
+    python -m tools.jailbreak_detector.operating_points --fetch   # download the held-out wheels once
+    python -m tools.jailbreak_detector.operating_points --report tools/jailbreak_detector/operating_points.json
+
+Scores, with the shipped weights (no retraining): the benign calibration set
+(``calibration.py``), the held-out sources of ``sources.py`` (attacks, their benign texts and
+hard negatives; never trained on). The benign side of a point is judged on the calibration set
+plus the held-out benign texts; hard negatives are those of both that use attack vocabulary
+(``evaluate.is_hard_negative``). A point is the lowest threshold on the grid whose false-positive
+rates stay under its bounds (``POINTS``), so recall is as high as the bounds allow.
+
+Validated by held-out kind: for each calibration kind, the point is chosen again without that
+kind's turns, and that kind's false-positive rate at the threshold so chosen is reported: it says
+how a kind of benign traffic the choice never saw fares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from monitor.evaluation.local.jailbreak.model import score_text
+from tools.jailbreak_detector.calibration import generate
+from tools.jailbreak_detector.evaluate import is_hard_negative
+from tools.jailbreak_detector.example import Example
+from tools.jailbreak_detector.sources import HELD_OUT, SOURCES
+from tools.jailbreak_detector.wheels import FORBIDDEN, PACKAGES, Wheels
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / ".cache" / "jailbreak-detector-wheels"
+HELD_OUT_WHEELS = ("prompt-security-fuzzer", "bastioncorpus", "hermes-jailbench", "jailbreak-corpus-mini-py", "langkit", "spikee", "inspect-evals")
+GRID = tuple(round(0.80 + i * 0.005, 3) for i in range(40))  # 0.800 ... 0.995
+# name -> (max FPR on the calibration set, max FPR on hard negatives, max FPR of any one calibration kind)
+POINTS = {
+    "high_recall": (0.03, 0.10, 1.0),
+    "balanced": (0.01, 0.03, 0.05),
+    "high_precision": (0.0025, 0.01, 0.01),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    score: float
+    label: int
+    group: str
+    """Calibration kind, or ``heldout:<source>``."""
+    hard: bool
+    language: str = ""
+    """Calibration turns only."""
+
+
+def fetch() -> None:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    for dist in HELD_OUT_WHEELS:
+        assert not dist.startswith(FORBIDDEN)
+        if list(CACHE.glob(f"{dist.replace('-', '_')}-{PACKAGES[dist]}-*.whl")):
+            continue
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                        "--dest", str(CACHE), f"{dist}=={PACKAGES[dist]}"], check=True)
+
+
+def score_all() -> list[Scored]:
+    out = []
+    for turn in generate():
+        example = Example(turn.text, 0, "rag-monitor/calibration")
+        out.append(Scored(score_text(turn.text).probability, 0, turn.kind, is_hard_negative(example), turn.language))
+    wheels = Wheels(CACHE)
+    seen: set[str] = set()
+    for name in sorted(HELD_OUT):
+        for example in SOURCES[name](wheels):
+            key = " ".join(example.text.lower().split())
+            if not example.text.strip() or key in seen:
+                continue
+            seen.add(key)
+            out.append(Scored(score_text(example.text).probability, example.label, f"heldout:{name}",
+                              is_hard_negative(example)))
+    return out
+
+
+def _rate(rows: Sequence[Scored], threshold: float) -> float:
+    return sum(r.score >= threshold for r in rows) / len(rows) if rows else 0.0
+
+
+def rates(rows: Sequence[Scored], threshold: float) -> dict[str, float]:
+    attacks = [r for r in rows if r.label]
+    benign = [r for r in rows if not r.label]
+    return {"threshold": threshold, "recall": _rate(attacks, threshold), "fpr_benign": _rate(benign, threshold),
+            "fpr_hard": _rate([r for r in benign if r.hard], threshold),
+            "fpr_calibration": _rate([r for r in benign if not r.group.startswith("heldout:")], threshold)}
+
+
+def _by_kind(rows: Sequence[Scored], threshold: float) -> dict[str, float]:
+    groups: dict[str, list[Scored]] = defaultdict(list)
+    for r in rows:
+        if not r.label:
+            groups[r.group].append(r)
+    return {g: _rate(members, threshold) for g, members in sorted(groups.items())}
+
+
+def choose(rows: Sequence[Scored], bounds: tuple[float, float, float]) -> float:
+    """The lowest grid threshold meeting ``bounds`` (calibration set, hard negatives, worst calibration kind)."""
+    benign_bound, hard_bound, kind_bound = bounds
+    for threshold in GRID:
+        r = rates(rows, threshold)
+        kinds = [v for g, v in _by_kind(rows, threshold).items() if not g.startswith("heldout:")]
+        if r["fpr_calibration"] <= benign_bound and r["fpr_hard"] <= hard_bound and max(kinds, default=0) <= kind_bound:
+            return threshold
+    return GRID[-1]
+
+
+def held_out_kind(rows: Sequence[Scored], bounds: tuple[float, float, float]) -> dict[str, dict[str, float]]:
+    """Per calibration kind: the threshold chosen without it and its false-positive rate there."""
+    kinds = sorted({r.group for r in rows if not r.group.startswith("heldout:")})
+    out = {}
+    for kind in kinds:
+        threshold = choose([r for r in rows if r.group != kind], bounds)
+        own = [r for r in rows if r.group == kind]
+        out[kind] = {"threshold": threshold, "fpr": _rate(own, threshold), "turns": len(own)}
+    flagged = sum(v["fpr"] * v["turns"] for v in out.values())
+    out["pooled"] = {"fpr": flagged / sum(v["turns"] for v in out.values())}
+    return out
+
+
+def report(rows: Sequence[Scored]) -> dict[str, object]:
+    points = {name: choose(rows, bounds) for name, bounds in POINTS.items()}
+    table = [{**rates(rows, t), "by_kind": _by_kind(rows, t)} for t in sorted({*GRID, *points.values(), 0.861})]
+    counts = {"attacks": sum(r.label for r in rows), "benign": sum(not r.label for r in rows),
+              "hard_negatives": sum(r.hard and not r.label for r in rows),
+              "calibration": sum(not r.group.startswith("heldout:") for r in rows)}
+    languages: dict[str, list[Scored]] = defaultdict(list)
+    for r in rows:
+        if r.language:
+            languages[r.language].append(r)
+    by_language = {lang: {"turns": len(v), **{name: _rate(v, t) for name, t in points.items()}}
+                   for lang, v in sorted(languages.items())}
+    return {"points": points, "by_language": by_language, "bounds": POINTS, "counts": counts, "table": table,
+            "held_out_kind": {name: held_out_kind(rows, bounds) for name, bounds in POINTS.items()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fetch", action="store_true", help="download the held-out wheels first")
+    parser.add_argument("--report", type=Path, help="write the figures as JSON here")
+    args = parser.parse_args(argv)
+    if args.fetch:
+        fetch()
+    result = report(score_all())
+    print(json.dumps({"points": result["points"], "counts": result["counts"]}, indent=1))
+    for row in result["table"]:
+        t = row["threshold"]
+        if t in result["points"].values() or t in (0.861, 0.9, 0.95, 0.97, 0.98, 0.99):
+            print(f"{t:.3f} recall {row['recall']:.3f} benign {row['fpr_benign']:.4f} hard {row['fpr_hard']:.4f} "
+                  f"calib {row['fpr_calibration']:.4f}")
+    if args.report:
+        args.report.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
