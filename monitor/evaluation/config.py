@@ -8,6 +8,7 @@ Example (YAML)::
         - groundedness
         - {id: relevance, threshold: 4}
         - {id: violence, severity_level: high}
+        - {id: local_jailbreak_attempt, operating_point: high_precision}
       thresholds: {coherence: 2}
       safety_defect_level: medium
       combine_metrics: true
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from monitor.evaluation.content_safety.config import BACKEND as SERVICE_BACKEND
 from monitor.evaluation.content_safety.config import SERVICE_METRICS, ContentSafetyConfig
 from monitor.evaluation.inputs import DEFAULT_MAX_CONTEXT_CHARS
-from monitor.evaluation.registry import MetricConfigError, MetricOptions, MetricRegistry, default_registry
+from monitor.evaluation.registry import MetricConfigError, MetricOptions, MetricRegistry, MetricSpec, default_registry
 from monitor.evaluation.severity import SEVERITY_LEVEL_NAMES, parse_severity_level
 
 __all__ = ["MetricEntry", "EvaluationConfig", "LOCAL_TIER_METRICS", "DEFAULT_JUDGE_METRICS"]
@@ -62,6 +63,9 @@ class MetricEntry(_Section):
 
     id: str
     threshold: float | None = Field(None, description="defect when the value is below (or, for higher-is-worse metrics, at or above) this")
+    operating_point: str | None = Field(
+        None, description="a named threshold from the metric's published table (local_jailbreak_attempt: high_precision, "
+        "balanced, high_recall); not with threshold")
     severity_level: SeverityLevel | None = Field(None, description="safety metrics: defect at severity >= this level (0-7 or a level name)")
     backend: Literal["judge", "azure_content_safety"] | None = Field(
         None, description="what scores the metric: the LLM judge (default) or Azure AI Content Safety "
@@ -133,6 +137,8 @@ class EvaluationConfig(_Section):
         if entry.threshold is not None and entry.id in self.thresholds:
             raise MetricConfigError(f"{entry.id}: threshold set both here and in thresholds")
         threshold = entry.threshold if entry.threshold is not None else self.thresholds.get(entry.id)
+        if entry.operating_point is not None:
+            threshold = _operating_point(entry, spec, threshold)
         if threshold is not None:
             if spec.default_threshold is None:
                 raise MetricConfigError(f"{entry.id} takes no threshold")
@@ -158,6 +164,19 @@ class EvaluationConfig(_Section):
                 else None
             ),
         )
+
+
+def _operating_point(entry: MetricEntry, spec: MetricSpec, threshold: float | None) -> float:
+    """The threshold ``entry.operating_point`` names; errors name the option."""
+    if threshold is not None:
+        raise MetricConfigError(f"{entry.id}: set threshold or operating_point, not both")
+    if not spec.operating_points:
+        raise MetricConfigError(f"{entry.id} takes no operating_point")
+    try:
+        return spec.operating_points[entry.operating_point or ""]
+    except KeyError:
+        known = ", ".join(spec.operating_points)
+        raise MetricConfigError(f"{entry.id}: operating_point {entry.operating_point!r} is not one of {known}") from None
 
 
 def _check_derived(resolved: dict[str, MetricOptions], registry: MetricRegistry) -> None:

@@ -122,6 +122,9 @@ class MetricSpec:
     """Metric-specific data a group builder reads (e.g. a rubric definition)."""
     default_threshold: float | None = None
     """Set when the metric takes a ``threshold`` option."""
+    operating_points: Mapping[str, float] = field(default_factory=dict)
+    """Named thresholds the ``operating_point`` option picks from (e.g. ``balanced``), when the
+    metric publishes a table of them."""
     uses_severity_level: bool = False
     derived_from: frozenset[str] = frozenset()
     wrap: Callable[[tuple[Evaluator, ...], BuildContext], Evaluator] | None = None
