@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Callable
 
 import click
 
-from monitor.config import MonitorConfig, load_config
-from monitor.errors import ConfigError, DecodeError, PayloadTooLarge
-from monitor.startup import quiet_http_client_logs
-
+# Each command imports what it runs when it runs: importing every stage's config before parsing
+# argv made `rag-monitor --help` take ~1 s (benchmarks/cli_startup.py measures it).
 if TYPE_CHECKING:
+    from monitor.config import MonitorConfig
     from monitor.demo.live_table import TerminalView
     from monitor.demo.run import DemoOptions
 
@@ -32,7 +31,10 @@ EXIT_FORCED = 130
 log = logging.getLogger("rag_monitor")
 
 
-def _load(config_path: str | None) -> MonitorConfig:
+def _load(config_path: str | None) -> "MonitorConfig":
+    from monitor.config import load_config
+    from monitor.errors import ConfigError
+
     try:
         return load_config(config_path)
     except ConfigError as exc:
@@ -51,6 +53,8 @@ def main() -> None:
               help="YAML config file (default: embedded defaults; env RAG_MONITOR_CONFIG).")
 def serve(config_path: str | None) -> None:
     """Run the sidecar: OTLP receivers, assembly, metrics on the admin port."""
+    from monitor.startup import quiet_http_client_logs
+
     config = _load(config_path)
     logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet_http_client_logs(config.log_level)
@@ -79,7 +83,7 @@ def _stop_on_signals(stop: asyncio.Event, deadline_seconds: float) -> None:
         loop.add_signal_handler(sig, on_signal, sig)
 
 
-async def _serve(config: MonitorConfig) -> None:
+async def _serve(config: "MonitorConfig") -> None:
     from monitor.app import Sidecar, freeze_startup_heap
 
     stop = asyncio.Event()
@@ -123,6 +127,7 @@ def demo(config_path: str | None, duration: float | None, rate: float, regressio
     from monitor.demo.live_table import TerminalView
     from monitor.demo.run import DemoOptions
     from monitor.demo.settings import demo_config
+    from monitor.errors import ConfigError
 
     if regression_at is not None and duration is not None and regression_at >= duration:
         raise click.BadParameter("must be less than --duration", param_hint="--regression-at")
@@ -150,7 +155,7 @@ def demo(config_path: str | None, duration: float | None, rate: float, regressio
     # Ctrl-C is the normal way to end an unbounded demo: a clean stop exits 0, as serve does.
 
 
-async def _demo(config: MonitorConfig, options: "DemoOptions", view: "TerminalView", notes: list[str]) -> bool:
+async def _demo(config: "MonitorConfig", options: "DemoOptions", view: "TerminalView", notes: list[str]) -> bool:
     from monitor.demo.run import run_demo
 
     stop = asyncio.Event()
@@ -160,39 +165,55 @@ async def _demo(config: MonitorConfig, options: "DemoOptions", view: "TerminalVi
 
 
 @main.command()
-@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None)
-def validate(config_path: str | None) -> None:
-    """Check a config file (and RAG_MONITOR_* env) without starting anything."""
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="YAML config file (default: embedded defaults; env RAG_MONITOR_CONFIG).")
+@click.option("--show", is_flag=True, help="Print the full resolved configuration as JSON (secrets redacted).")
+def validate(config_path: str | None, show: bool) -> None:
+    """Check a config file (and RAG_MONITOR_* env) without starting anything.
+
+    Every error is reported in one run, with the file and line, the value given (never a
+    secret's) and the nearest known key, policy type or metric id. A valid config prints what
+    would run, one line per stage; --show prints all of it.
+    """
+    from monitor.startup import startup_summary
+
     config = _load(config_path)
-    click.echo(f"configuration is valid ({config_path or 'embedded defaults'})")
-    click.echo(config.model_dump_json(indent=2))
+    click.echo(f"configuration is valid ({config_path or os.environ.get('RAG_MONITOR_CONFIG') or 'embedded defaults'})")
+    if show:
+        click.echo(config.model_dump_json(indent=2))
+        return
+    for stage, text in startup_summary(config, http_port=config.receivers.http.port,
+                                       grpc_port=config.receivers.grpc.port, admin_port=config.admin.port).lines.items():
+        click.echo(f"  {stage}: {text}")
+    click.echo("(--show prints the full resolved configuration)")
 
 
 @main.command()
-@click.option("--traces", "traces", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Saved ExportTraceServiceRequest body (protobuf or OTLP/JSON, gzip ok).")
-@click.option("--logs", "logs", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Saved ExportLogsServiceRequest body.")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--traces", "traces", multiple=True, type=click.Path(dir_okay=False), hidden=True,
+              help="Same as a FILE argument (kept for scripts written before FILES were positional).")
+@click.option("--logs", "logs", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Saved ExportLogsServiceRequest body (repeatable), for instrumentations that log content.")
 @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="Config whose assembly.mapping to apply.")
 @click.option("--explain", is_flag=True,
               help="Per trace: what was found, what is missing, and why a trace yields no turn.")
-@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-def inspect(traces: tuple[str, ...], logs: tuple[str, ...], config_path: str | None, explain: bool,
-            files: tuple[str, ...]) -> None:
-    """Print one JSON object per turn assembled from saved OTLP bodies (exit 1 when none)."""
-    from monitor.offline.inspect import dumps, explain_text, inspect_traces
+def inspect(files: tuple[str, ...], traces: tuple[str, ...], logs: tuple[str, ...], config_path: str | None,
+            explain: bool) -> None:
+    """Print one JSON object per turn assembled from saved OTLP trace bodies FILES (protobuf or
+    OTLP/JSON, gzip ok); exit 1 when none yields a turn, 2 when a file cannot be read."""
+    from monitor.offline.inspect import InspectError, dumps, explain_text, inspect_traces
 
+    trace_files = [Path(p) for p in files + traces]
+    if not trace_files:
+        raise click.UsageError("give at least one FILE: a saved OTLP trace export (protobuf or JSON, gzip ok)")
     config = _load(config_path)
     # The sidecar's rate-limited warnings would repeat, on stderr, what this command prints.
     logging.getLogger("monitor.assembly.assembler").setLevel(logging.ERROR)
-    trace_files = [Path(p) for p in traces + files]
-    if not trace_files:
-        raise click.UsageError("give at least one --traces FILE")
     try:
         reports = inspect_traces(trace_files, [Path(p) for p in logs], config.assembly)
-    except (DecodeError, PayloadTooLarge) as exc:
-        click.echo(f"rag-monitor: {exc}", err=True)
+    except InspectError as exc:
+        click.echo(f"rag-monitor inspect: {exc}", err=True)
         sys.exit(EXIT_CONFIG)
     turns = sorted((r.turn for r in reports if r.turn is not None), key=lambda t: t.start_time_unix_nano)
     if explain:
@@ -233,19 +254,26 @@ def _judge_options(command: Callable[..., None]) -> Callable[..., None]:
               help="Write one JSON result line per input row here.")
 @click.option("--fail-under", multiple=True, metavar="METRIC=VALUE",
               help="Exit 3 when METRIC's mean is below VALUE (repeatable).")
+@click.option("--allow-missing", is_flag=True,
+              help="Run the metrics that can run when one named in --metrics cannot (no judge) instead of exit 2.")
 def eval_(data: Path, config_path: str | None, metrics: str | None, judge_base_url: str | None,
           judge_model: str | None, judge_api_key_env: str | None, concurrency: int | None, out: Path | None,
-          fail_under: tuple[str, ...]) -> None:
-    """Score a JSONL data set (question/answer or conversation rows) with the sidecar's evaluators."""
-    from monitor.offline.rows import DatasetError
+          fail_under: tuple[str, ...], allow_missing: bool) -> None:
+    """Score a JSONL data set (question/answer or conversation rows) with the sidecar's evaluators.
+
+    Without a judge the local tier runs and the judge tier is said to be off; a metric named in
+    --metrics that cannot run is an error (exit 2) unless --allow-missing.
+    """
+    from monitor.errors import ConfigError
     from monitor.offline.evaluate import EvalRequest, run
+    from monitor.offline.rows import DatasetError
 
     config = _load(config_path)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     request = EvalRequest(
         data=data, metrics=tuple(m.strip() for m in metrics.split(",") if m.strip()) if metrics is not None else None,
         judge_base_url=judge_base_url, judge_model=judge_model, judge_api_key_env=judge_api_key_env,
-        concurrency=concurrency, out=out, fail_under=fail_under)
+        concurrency=concurrency, out=out, fail_under=fail_under, allow_missing=allow_missing)
     try:
         code = run(config, request)
     except (ConfigError, DatasetError) as exc:
@@ -270,6 +298,7 @@ def compare(baseline: Path, attacked: Path, config_path: str | None, metrics: st
             fail_over: tuple[str, ...]) -> None:
     """Content-risk defect rates of BASELINE vs ATTACKED (the same rows with a jailbreak in the
     first turn), their difference with 95% intervals, and the jailbreak defect rate."""
+    from monitor.errors import ConfigError
     from monitor.offline.comparison.run import CompareRequest, run
     from monitor.offline.rows import DatasetError
 

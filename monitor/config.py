@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from exporters.config import BUILTIN_LABELS, ExportersConfig
 from monitor.admin.config import AdminConfig
 from monitor.assembly.config import AssemblyConfig, AttributeMapping
-from monitor.config_hints import suggest_key, user_loc
+from monitor.config_hints import bad_value, key_lines, suggest_key, suggest_tag, unknown_metric_ids, user_loc
 from monitor.errors import ConfigError
 from monitor.evaluation.config import EvaluationConfig
 from monitor.fleet.config import PASSWORD_ENV, FleetConfig
@@ -81,17 +81,36 @@ class MonitorConfig(_Section):
         return self
 
 
-def _format_validation_error(exc: ValidationError, origin: Mapping[str, str]) -> str:
-    lines = []
+def _format_validation_error(exc: ValidationError, origin: Mapping[str, str], lines: Mapping[str, int],
+                             data: Mapping[str, Any], source: str | None) -> str:
+    """Every error in one message, one line each: where (the file and line, or the env variable),
+    the key as the user wrote it, what is wrong, the value given (never a secret's) and a
+    did-you-mean for a misspelt key, policy type or metric id."""
+    found = []
     for err in exc.errors():
         key = user_loc(MonitorConfig, err["loc"]) or "(top level)"
-        where = f" (from {origin[key]})" if key in origin else ""
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             close = suggest_key(MonitorConfig, err["loc"])
             msg = f"unknown key; did you mean {close!r}?" if close else "unknown key"
-        lines.append(f"{key}{where}: {msg}")
-    return "invalid configuration:\n  " + "\n  ".join(lines)
+        elif err["type"] == "union_tag_invalid":
+            msg = suggest_tag(err.get("ctx", {})) or msg
+        else:
+            msg += bad_value(err["loc"], err.get("input"))
+        found.append((key, msg))
+    # The evaluation section checks metric ids only once its fields are valid, and stops at the first
+    # unknown one: every unknown id is found in the raw data instead, whatever else is wrong.
+    found = [(k, m) for k, m in found if "unknown metric id" not in m] + unknown_metric_ids(data)
+    shown = []
+    for key, msg in found:
+        if key in origin:
+            shown.append(f"{key} (from {origin[key]}): {msg}")
+        elif source is not None and key in lines:  # FILE:LINE: first, as compilers write it
+            shown.append(f"{source}:{lines[key]}: {key}: {msg}")
+        else:
+            shown.append(f"{key}: {msg}")
+    count = f"{len(shown)} errors" if len(shown) > 1 else "1 error"
+    return f"invalid configuration ({count}):\n  " + "\n  ".join(shown)
 
 
 def _apply_env(data: dict[str, Any], environ: Mapping[str, str], origin: dict[str, str]) -> None:
@@ -121,15 +140,21 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
     """Read ``path`` (optional), apply env overrides, validate. Raises ConfigError."""
     environ = os.environ if environ is None else environ
     data: dict[str, Any] = {}
+    lines: dict[str, int] = {}
     if path is None and environ.get(ENV_PREFIX + "CONFIG"):
         path = environ[ENV_PREFIX + "CONFIG"]
     if path is not None:
         try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        try:
+            loaded = yaml.safe_load(text)
+            lines = key_lines(text)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+            raise ConfigError(f"config file {path} is not valid YAML: {_yaml_problem(exc, str(path))}") from None
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
@@ -140,4 +165,14 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
     try:
         return MonitorConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_format_validation_error(exc, origin)) from None
+        source = str(path) if path is not None else None
+        raise ConfigError(_format_validation_error(exc, origin, lines, data, source)) from None
+
+
+def _yaml_problem(exc: yaml.YAMLError, path: str) -> str:
+    """PyYAML's error with the file's name and line instead of ``<unicode string>``."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    where = f"{path}, line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else f"{path}: "
+    return where + problem + (f" ({context})" if context else "")

@@ -44,7 +44,7 @@ def entry_for(metric: "Metric") -> dict[str, Any]:
 def build_for(entries: Sequence[dict[str, Any]], judge: Judge | None, content_safety: ContentSafety | None,
               combine: bool) -> tuple[Evaluator, ...]:
     """Evaluators for config ``entries``; raises ValueError naming the offending key."""
-    data: dict[str, Any] = {"metrics": list(entries), "combine_metrics": combine, "combine_safety": combine}
+    data: dict[str, Any] = {"metrics": list(entries), "combine_metrics": combine}
     if content_safety is not None:
         data["content_safety"] = content_safety.config.model_dump()
     try:

@@ -13,12 +13,22 @@ from typing import Any, Literal, Mapping, Sequence
 from monitor.evaluation.conversation import MetricAggregate
 from monitor.model import JudgeUsage, Score
 
-__all__ = ["MetricResult", "Usage", "Status", "result_from_score", "conversation_result"]
+__all__ = ["MetricResult", "MetricError", "Usage", "Status", "result_from_score", "conversation_result"]
 
 Usage = JudgeUsage
 """Judge usage of a result: ``prompt_tokens``, ``completion_tokens``, ``latency_seconds``, ``calls``."""
 
 Status = Literal["ok", "skipped", "error"]
+
+
+class MetricError(RuntimeError):
+    """Raised by :meth:`MetricResult.raise_for_error`: the metric could not score (a judge that
+    cannot be reached, a reply that did not validate, a missing input when asked to be strict)."""
+
+    def __init__(self, result: "MetricResult") -> None:
+        kind = f" ({result.error_type})" if result.error_type else ""
+        super().__init__(f"{result.metric}: {result.status}{kind}: {result.reason or 'no reason given'}")
+        self.result = result
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +60,13 @@ class MetricResult:
     @property
     def defect(self) -> bool | None:
         return None if self.passed is None else not self.passed
+
+    def raise_for_error(self, *, skipped: bool = False) -> "MetricResult":
+        """Raise :class:`MetricError` when ``status`` is ``"error"`` (or ``"skipped"`` too, with
+        ``skipped=True``); otherwise return the result, so ``value = m.score(...).raise_for_error().value``."""
+        if self.status == "error" or (skipped and self.status == "skipped"):
+            raise MetricError(self)
+        return self
 
 
 _STATUSES: dict[str, Status] = {"ok": "ok", "skipped": "skipped", "error": "error"}

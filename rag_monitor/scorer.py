@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import click
 
-from monitor.offline.rows import KNOWN_QA_KEYS
+from monitor.offline.rows import INPUT_KEYS, KNOWN_QA_KEYS, DatasetError, check_columns
 from monitor.evaluation.registry import default_registry
 from monitor.evaluation.batch import evaluate_groups
 from monitor.evaluation.runner import InternalErrors, evaluate_turn
@@ -59,11 +59,18 @@ def _one(items: Sequence[Any], what: str) -> Any:
 def _normalise_row(row: Mapping[str, Any], index: int) -> dict[str, Any]:
     if not isinstance(row, Mapping):
         raise TypeError(f"rows[{index}]: expected a mapping, got {type(row).__name__}")
+    # Columns that are not inputs (labels, metadata…) are allowed, as in `rag-monitor eval`; a
+    # near-miss of an input (answr) is an error with a did-you-mean, as there.
+    try:
+        check_columns(row, KNOWN_QA_KEYS | _ALIASES.keys() | _CONVERSATION_KEYS, INPUT_KEYS | _ALIASES.keys())
+    except DatasetError as exc:
+        raise ValueError(f"rows[{index}]: {exc}") from None
+    if "messages" in row:
+        both = sorted(k for k in row if k in INPUT_KEYS | _ALIASES.keys() and k != "messages")
+        if both:
+            raise ValueError(f"rows[{index}]: messages carries the whole conversation; drop {', '.join(both)}")
     known = _CONVERSATION_KEYS if "messages" in row else KNOWN_QA_KEYS | _ALIASES.keys()
-    unknown = sorted(k for k in row if k not in known)
-    if unknown:
-        raise ValueError(f"rows[{index}]: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
-    data = dict(row)
+    data = {k: v for k, v in row.items() if k in known}
     for alias, name in _ALIASES.items():
         if alias in data:
             if data.get(name) is not None:

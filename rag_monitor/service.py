@@ -10,6 +10,8 @@ or loops use it.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import weakref
 from typing import Any, Awaitable, Callable, Coroutine, Generic, Protocol, TypeVar
 
 from rag_monitor.loop_thread import LoopThread, run_blocking
@@ -26,6 +28,18 @@ class AsyncClient(Protocol):
 
 
 C = TypeVar("C", bound=AsyncClient)
+
+# Services whose client was started and not yet closed. A script that never calls close() (or
+# leaves no `with`) still gets its connection pool closed when the interpreter exits, instead of
+# aiohttp's "Unclosed client session" warning on stderr: atexit runs while the daemon loop thread
+# is still alive, so the client shuts down on its own loop.
+_OPEN: "weakref.WeakSet[ServiceHandle[Any]]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_services() -> None:
+    for handle in list(_OPEN):
+        handle.close()
 
 
 class ServiceHandle(Generic[C]):
@@ -44,6 +58,7 @@ class ServiceHandle(Generic[C]):
             client = self._factory()
             await client.start()
             self._client = client
+            _OPEN.add(self)
         return self._client
 
     async def call(self, fn: Callable[[C], Awaitable[T]]) -> T:
@@ -92,6 +107,7 @@ class ServiceHandle(Generic[C]):
         if self._closed:
             return
         self._closed = True
+        _OPEN.discard(self)
         if self._loop.running:
             self._loop.run(self._shutdown())
             self._loop.stop()
@@ -101,6 +117,7 @@ class ServiceHandle(Generic[C]):
         if self._closed:
             return
         self._closed = True
+        _OPEN.discard(self)
         if self._loop.running:
             await self._loop.run_async(self._shutdown())
             self._loop.stop()

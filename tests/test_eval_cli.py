@@ -196,7 +196,7 @@ async def test_turns_in_flight_follow_the_command_line_then_the_config_then_the_
                                          "--judge-model", "m", "--metrics", "groundedness", *args)
     assert code == 0, stderr
     assert server.max_in_flight == in_flight
-    assert f"evaluating ({in_flight} at once)" in stderr
+    assert f"evaluating {DEFAULT_CONCURRENCY + 16} turns ({in_flight} at once)" in stderr
 
 
 def test_offline_concurrency_rule() -> None:
@@ -230,7 +230,7 @@ async def test_malformed_row_names_its_line_and_costs_nothing(tmp_path: Path) ->
 async def test_judge_off_runs_the_local_tier_and_says_so() -> None:
     code, stdout, stderr = await run_eval(str(SEED_ROWS))
     assert code == 0, stderr
-    assert "judge off" in stderr and "only the local tier runs" in stderr and "not run: groundedness" in stderr
+    assert "judge tier off" in stderr and "only the local tier runs" in stderr and "not run: groundedness" in stderr
     assert table_row(stdout, "f1_score")["n"] == "1"
     metrics = {ln.split()[0] for ln in stdout.splitlines() if ln.split()}
     assert {"f1_score", "local_lexical_groundedness"} <= metrics and "groundedness" not in metrics

@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Protocol, Sequence, TextIO
+from typing import Callable, Collection, Iterator, Mapping, Protocol, Sequence, TextIO
 
 import click
 from pydantic import ValidationError
@@ -53,7 +53,7 @@ from monitor.redaction import REDACTIONS, Redactor
 from monitor.telemetry import CountingTelemetry
 
 __all__ = ["EvalRequest", "RowOutcome", "EXIT_FAIL_UNDER", "DEFAULT_CONCURRENCY", "select_metrics",
-           "judge_config", "eval_concurrency", "evaluate_rows", "run"]
+           "judge_config", "eval_concurrency", "evaluate_rows", "progress_label", "run"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,8 @@ class EvalRequest:
     concurrency: int | None = None
     out: Path | None = None
     fail_under: tuple[str, ...] = ()
+    allow_missing: bool = False
+    """Run what can run when a metric named in ``metrics`` cannot (no judge) instead of exit 2."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +229,12 @@ async def evaluate_rows(rows: Sequence[EvalRow], evaluators: Sequence[Evaluator]
     return [o for o in done if o is not None]
 
 
+def progress_label(turns: int, concurrency: int) -> str:
+    """The progress line's label, sized to the work: never "64 at once" for 3 turns."""
+    at_once = max(1, min(concurrency, turns))
+    return f"evaluating {turns} turn{'s' if turns != 1 else ''}" + (f" ({at_once} at once)" if at_once > 1 else "")
+
+
 def _record(outcome: RowOutcome) -> dict[str, object]:
     row = outcome.row
     turns = [(t.question, s) for t, s in zip(row.turns, outcome.turn_scores)]
@@ -238,12 +246,31 @@ def _judge_notice(judge: JudgeConfig, metric_ids: Sequence[str]) -> str | None:
     """What stderr should say when the judge is off (None when it is on)."""
     if judge.enabled:
         return None
-    missing = " and ".join(n for n, v in (("model", judge.effective_model),
-                                          ("base_url", judge.base_url or judge.azure)) if not v)
     registry = default_registry()
     off = [m for m in metric_ids if registry.get(m).tier == "judge"]
-    notice = f"judge off (no judge {missing}; see --judge-base-url/--judge-model or -c): only the local tier runs"
-    return notice + (f"; not run: {', '.join(off)}" if off else "")
+    notice = f"judge tier off (no judge {_judge_missing(judge)}): only the local tier runs"
+    return notice + (f"; not run: {', '.join(off)} (give --judge-base-url and --judge-model, or judge: in -c)"
+                     if off else "")
+
+
+def _judge_missing(judge: JudgeConfig) -> str:
+    return " and ".join(n for n, v in (("model", judge.effective_model), ("base_url", judge.base_url or judge.azure))
+                        if not v)
+
+
+def _check_requested(request: EvalRequest, judge: JudgeConfig, metric_ids: Sequence[str],
+                     on_service: Collection[str]) -> None:
+    """Metrics named in ``--metrics`` that cannot run are an error (exit 2) naming the fix, unless
+    ``--allow-missing``; the default metric set runs what it can and says what is off."""
+    if request.metrics is None or request.allow_missing or judge.enabled:
+        return
+    registry = default_registry()
+    blocked = [m for m in metric_ids if registry.get(m).tier == "judge" and m not in on_service]
+    if blocked:
+        raise ConfigError(
+            f"--metrics: {', '.join(blocked)} need{'s' if len(blocked) == 1 else ''} the judge, which is off "
+            f"(no judge {_judge_missing(judge)}): give --judge-base-url URL --judge-model NAME (or a judge: "
+            "section with -c), or add --allow-missing to run only the other metrics")
 
 
 def _check_gate(limits: Mapping[str, float], metric_ids: Sequence[str], judge_on: bool) -> None:
@@ -272,8 +299,7 @@ async def _run_async(dataset: Dataset, evaluation: EvaluationConfig, judge_cfg: 
             if out is not None:
                 out.write(json.dumps(_record(outcome), ensure_ascii=False, default=str) + "\n")
 
-        label = f"evaluating ({concurrency} at once)"
-        with click.progressbar(length=dataset.turn_count, label=label, file=sys.stderr,
+        with click.progressbar(length=dataset.turn_count, label=progress_label(dataset.turn_count, concurrency), file=sys.stderr,
                                show_pos=True, show_eta=True) as bar:
             return await evaluate_rows(dataset.rows, evaluators, concurrency,
                                        on_turn=lambda: bar.update(1), on_row=write)
@@ -304,12 +330,13 @@ def run(config: MonitorConfig, request: EvalRequest, environ: Mapping[str, str] 
     concurrency = eval_concurrency(config.judge, request.concurrency)
     judge_cfg = judge_config(config.judge, replace(request, concurrency=concurrency), environ)
     metric_ids = [e.id for e in evaluation.entries()]
+    on_service = service_metric_ids(evaluation)  # scored by Azure AI Content Safety: no judge needed
+    _check_requested(request, judge_cfg, metric_ids, on_service)
     _check_gate(limits, metric_ids, judge_cfg.enabled)
     dataset = _redacted(read_dataset(request.data), config)
     if dataset.ignored_keys:
-        click.echo("ignoring unknown keys: " + ", ".join(f"{k} ({n} rows)" for k, n in dataset.ignored_keys.items()),
-                   err=True)
-    on_service = service_metric_ids(evaluation)  # scored by Azure AI Content Safety: no judge needed
+        click.echo("columns that are not inputs, not read: "
+                   + ", ".join(f"{k} ({n} rows)" for k, n in dataset.ignored_keys.items()), err=True)
     notice = _judge_notice(judge_cfg, [m for m in metric_ids if m not in on_service])
     if notice:
         click.echo(notice, err=True)

@@ -12,14 +12,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from monitor.errors import DecodeError, PayloadTooLarge
 from monitor.assembly.assembler import Assembler
 from monitor.assembly.config import AssemblyConfig
 from monitor.assembly.turns import Explanation, NoTurn
 from monitor.telemetry import NullTelemetry
 from monitor.model import Turn
-from monitor.receivers.decode import decode_logs, decode_traces, decompress, sniff_format
+from monitor.receivers.decode import JSON, decode_logs, decode_traces, decompress, sniff_format
 
-__all__ = ["TraceReport", "inspect_files", "inspect_traces", "turn_to_json", "explain_text"]
+__all__ = ["InspectError", "TraceReport", "inspect_files", "inspect_traces", "turn_to_json", "explain_text"]
+
+
+class InspectError(ValueError):
+    """A file that cannot be inspected; the message names the file and the format tried."""
 
 _MAX_FILE = 256 * 1024 * 1024
 
@@ -51,11 +56,28 @@ class _Collect:
                                         no_turn.hint if no_turn else None, explanation, spans, logs))
 
 
-def _read(path: Path) -> bytes:
-    raw = path.read_bytes()
+def _read(path: Path, what: str) -> tuple[bytes, str]:
+    """The (decompressed) body of ``path`` and its wire format; raises InspectError naming both."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InspectError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not raw.strip():
+        raise InspectError(f"{path}: the file is empty; expected a saved OTLP {what} export "
+                           "(protobuf or OTLP/JSON, gzip ok)")
     if raw[:2] == b"\x1f\x8b":
-        return decompress(raw, "gzip", _MAX_FILE)
-    return raw
+        try:
+            raw = decompress(raw, "gzip", _MAX_FILE)
+        except (DecodeError, PayloadTooLarge) as exc:
+            raise InspectError(f"{path}: gzip: {exc}") from None
+    return raw, sniff_format(raw)
+
+
+def _decode_error(path: Path, what: str, fmt: str, exc: Exception) -> InspectError:
+    if fmt == JSON:
+        return InspectError(f"{path}: not a valid OTLP/JSON {what} export: {exc}")
+    return InspectError(f"{path}: neither OTLP/JSON (it does not start with '{{') nor an OTLP protobuf {what} "
+                        f"export ({exc})")
 
 
 def turn_to_json(turn: Turn) -> dict[str, Any]:
@@ -84,17 +106,29 @@ def turn_to_json(turn: Turn) -> dict[str, Any]:
 
 def inspect_traces(traces: Iterable[Path], logs: Iterable[Path], config: AssemblyConfig) -> list[TraceReport]:
     """Decode every file (protobuf or OTLP/JSON, gzip allowed), assemble, return one report per
-    trace in order of start. Raises DecodeError naming nothing but the content problem; the CLI
-    adds the file name."""
+    trace in order of start. Raises :class:`InspectError` naming the file and the format tried
+    (an empty file, garbage, a body with no spans)."""
     sink = _Collect()
     assembler = Assembler(config.model_copy(update={"max_pending_traces": 10**9}), sink, NullTelemetry(),
                           observer=sink)
     for path in logs:
-        body = _read(path)
-        assembler.consume_logs(decode_logs(body, sniff_format(body), None, config.max_attribute_chars).records)
+        body, fmt = _read(path, "logs")
+        try:
+            records = decode_logs(body, fmt, None, config.max_attribute_chars).records
+        except (DecodeError, PayloadTooLarge) as exc:
+            raise _decode_error(path, "logs", fmt, exc) from None
+        assembler.consume_logs(records)
     for path in traces:
-        body = _read(path)
-        assembler.consume_spans(decode_traces(body, sniff_format(body), None, config.max_attribute_chars).records)
+        body, fmt = _read(path, "trace")
+        try:
+            spans = decode_traces(body, fmt, None, config.max_attribute_chars).records
+        except (DecodeError, PayloadTooLarge) as exc:
+            raise _decode_error(path, "trace", fmt, exc) from None
+        if not spans:
+            shown = "OTLP/JSON" if fmt == JSON else "OTLP protobuf"
+            raise InspectError(f"{path}: read as {shown} but it holds no spans; expected a saved "
+                               "ExportTraceServiceRequest (a --logs file goes after --logs)")
+        assembler.consume_spans(spans)
     assembler.flush()
     return sink.reports
 

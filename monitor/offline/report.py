@@ -38,6 +38,8 @@ class MetricSummary:
     errors: int = 0
     skipped: int = 0
     error_types: Counter[str] = field(default_factory=Counter)
+    skip_causes: Counter[str] = field(default_factory=Counter)
+    """Why turns got no score (the evaluator's reason), with how many."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -67,6 +69,12 @@ class MetricSummary:
             self.error_types[score.error_type or "unknown"] += 1
         else:
             self.skipped += 1
+            self.skip_causes[_cause(score.reason)] += 1
+
+
+def _cause(reason: str | None, limit: int = 120) -> str:
+    text = " ".join((reason or "no reason given").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def summarise(turn_scores: Iterable[Sequence[Score]], metric_order: Sequence[str] = ()) -> dict[str, MetricSummary]:
@@ -86,7 +94,8 @@ _HEADER = ("metric", "n", "mean", "defect rate", "95% CI", "errors", "skipped", 
 
 
 def render_table(summaries: Mapping[str, MetricSummary]) -> str:
-    """The summary as an aligned text table, plus one line per metric that had errors."""
+    """The summary as an aligned text table, plus a line per metric that had errors and per cause
+    of its skips (so "skipped 3" always says why)."""
     rows = [_HEADER]
     for s in summaries.values():
         low, high = s.interval
@@ -100,6 +109,12 @@ def render_table(summaries: Mapping[str, MetricSummary]) -> str:
         if s.error_types:
             kinds = ", ".join(f"{kind} {count}" for kind, count in s.error_types.most_common())
             lines.append(f"errors in {s.metric}: {kinds}")
+    for s in summaries.values():
+        for cause, count in s.skip_causes.most_common(3):
+            lines.append(f"skipped in {s.metric}: {count} × {cause}")
+        if len(s.skip_causes) > 3:
+            lines.append(f"skipped in {s.metric}: {sum(s.skip_causes.values()) - sum(n for _, n in s.skip_causes.most_common(3))}"
+                         " × other causes (see --out)")
     return "\n".join(lines)
 
 

@@ -14,27 +14,47 @@ Two row shapes, one JSON object per line (blank lines are ignored):
 * conversation (the seed's second format): ``{"messages": [...]}``, one turn per assistant
   message (see :mod:`monitor.evaluation.conversation`).
 
-Other keys are ignored (data sets carry extra columns) and reported once by the caller, so a
-misspelt column does not silently skip metrics. Any malformed row is a :class:`DatasetError`
+Other keys are not read (data sets carry extra columns: ``labels``, ``metadata``…) and are
+reported once by the caller, but a near-miss of an input column (``answr``, ``contexts``,
+``Question``) is an error with a did-you-mean: a misspelt column would silently skip metrics.
+The Python API's :class:`~rag_monitor.Scorer` applies the same rule. Any malformed row is a :class:`DatasetError`
 naming its line: the whole file is checked before a single judge token is spent.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
 from monitor.evaluation.conversation import ConversationFormatError, turns_from_conversation
 from monitor.model import Document, Turn
 from monitor.surrogates import may_hold_surrogates, replace_lone_surrogates
 
-__all__ = ["DatasetError", "EvalRow", "Dataset", "read_dataset", "parse_row", "KNOWN_QA_KEYS"]
+__all__ = ["DatasetError", "EvalRow", "Dataset", "read_dataset", "parse_row", "check_columns", "KNOWN_QA_KEYS",
+           "INPUT_KEYS"]
 
 KNOWN_QA_KEYS = frozenset(
     {"id", "question", "query", "answer", "response", "context", "ground_truth", "system_prompt"})
+INPUT_KEYS = frozenset(KNOWN_QA_KEYS - {"id"} | {"messages"})
+"""The columns a metric reads: a near-miss of one of these is an error, never an ignored column."""
+_NEAR_MISS = 0.85  # "answr" 0.91, "contexts" 0.93; "question_id" 0.84 and "answer_id" 0.80 stay columns
+
+
+def check_columns(keys: Iterable[str], known: Iterable[str], inputs: Iterable[str] = INPUT_KEYS) -> None:
+    """Raise :class:`DatasetError` for the first key that is not ``known`` but nearly one of
+    ``inputs`` (a misspelt input column), with the column it probably meant."""
+    known, inputs = set(known), sorted(inputs)
+    for key in keys:
+        if key in known or not isinstance(key, str):
+            continue
+        close = difflib.get_close_matches(key.lower(), inputs, n=1, cutoff=_NEAR_MISS)
+        if close:
+            raise DatasetError(f"unknown column {key!r}; did you mean {close[0]!r}? (columns that are not inputs, "
+                               "such as id, labels or metadata, are allowed)")
 _ALIASES = (("question", "query"), ("answer", "response"))
 
 
@@ -123,6 +143,7 @@ def parse_row(row: Any, line: int) -> EvalRow:
     """The :class:`EvalRow` of one decoded JSON value; raises :class:`DatasetError` (no line prefix)."""
     if not isinstance(row, Mapping):
         raise DatasetError(f"expected a JSON object, got {type(row).__name__}")
+    check_columns(row, KNOWN_QA_KEYS | {"messages"})
     row_id = _row_id(row)
     trace_id = row_id or f"line{line}"
     if "messages" in row:

@@ -180,7 +180,7 @@ def test_errors_name_the_field() -> None:
         F1Score().score(question="a", input="b")
     with pytest.raises(ValueError, match="context"):
         F1Score().score(answer="a", context=5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"rows\[1\]: unknown key 'contexts'"):
+    with pytest.raises(ValueError, match=r"rows\[1\]: unknown column 'contexts'; did you mean 'context'\?"):
         Scorer([F1Score()]).score_many([{"answer": "a"}, {"answer": "a", "contexts": []}])
     judge.close()
 
