@@ -14,6 +14,7 @@ from monitor.evaluation.local.jailbreak.features import HEAD_CHARS, TAIL_CHARS, 
 from monitor.evaluation.local.jailbreak.model import load_weights
 from monitor.evaluation.local.jailbreak_attempt import (
     DEFAULT_THRESHOLD,
+    OPERATING_POINTS,
     JailbreakAttemptEvaluator,
     JailbreakDetector,
     detect_jailbreak_attempt,
@@ -98,9 +99,11 @@ def test_a_benign_encoded_payload_is_not_an_attempt(text: str) -> None:
     assert not detect_jailbreak_attempt(text).flagged
 
 
-def test_shipped_weights_match_the_registered_default_threshold() -> None:
+def test_shipped_weights_and_their_training_threshold() -> None:
+    # The default is now the balanced operating point chosen on the calibration set
+    # (test_local_jailbreak_operating_points.py); train.py's validation threshold is about high_recall.
     weights = load_weights()
-    assert weights.threshold <= DEFAULT_THRESHOLD < weights.threshold + 0.001
+    assert abs(weights.threshold - OPERATING_POINTS["high_recall"]) < 0.005 and weights.threshold < DEFAULT_THRESHOLD
     assert weights.buckets.dtype == np.float32 and not weights.buckets.flags.writeable
     assert "attack" in weights.trained_on
 

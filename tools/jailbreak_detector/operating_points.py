@@ -2,6 +2,7 @@
 
     python -m tools.jailbreak_detector.operating_points --fetch   # download the held-out wheels once
     python -m tools.jailbreak_detector.operating_points --report tools/jailbreak_detector/operating_points.json
+    python -m tools.jailbreak_detector.operating_points --markdown tools/jailbreak_detector/operating_points.json
 
 Scores, with the shipped weights (no retraining): the benign calibration set
 (``calibration.py``), the held-out sources of ``sources.py`` (attacks, their benign texts and
@@ -130,7 +131,7 @@ def held_out_kind(rows: Sequence[Scored], bounds: tuple[float, float, float]) ->
 
 def report(rows: Sequence[Scored]) -> dict[str, object]:
     points = {name: choose(rows, bounds) for name, bounds in POINTS.items()}
-    table = [{**rates(rows, t), "by_kind": _by_kind(rows, t)} for t in sorted({*GRID, *points.values(), 0.861})]
+    table = [{**rates(rows, t), "by_kind": _by_kind(rows, t)} for t in sorted({*GRID, *points.values(), *TABLE_ROWS, 0.861})]
     counts = {"attacks": sum(r.label for r in rows), "benign": sum(not r.label for r in rows),
               "hard_negatives": sum(r.hard and not r.label for r in rows),
               "calibration": sum(not r.group.startswith("heldout:") for r in rows)}
@@ -144,11 +145,47 @@ def report(rows: Sequence[Scored]) -> dict[str, object]:
             "held_out_kind": {name: held_out_kind(rows, bounds) for name, bounds in POINTS.items()}}
 
 
+TABLE_ROWS = (0.80, 0.83, 0.86, 0.88, 0.90, 0.92, 0.94, 0.95, 0.955, 0.96, 0.97, 0.975, 0.98, 0.99)
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f} %"
+
+
+def markdown(result: dict) -> str:
+    """The operating-point tables of ``docs/local-jailbreak.md``, from a report."""
+    names = {t: n for n, t in result["points"].items()}
+    rows = [r for r in result["table"] if r["threshold"] in TABLE_ROWS or r["threshold"] in names]
+    kinds = [k for k in rows[0]["by_kind"] if not k.startswith("heldout:")]
+    lines = ["| threshold | point | recall, held-out attacks | FPR, calibration set | FPR, hard negatives | "
+             "FPR, all benign |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append(f"| {r['threshold']:.3f} | {names.get(r['threshold'], '')} | {r['recall']:.3f} | "
+                     f"{_pct(r['fpr_calibration'])} | {_pct(r['fpr_hard'])} | {_pct(r['fpr_benign'])} |")
+    lines += ["", "| benign kind | " + " | ".join(f"{r['threshold']:.3f}" for r in rows) + " |",
+              "| --- |" + " --- |" * len(rows)]
+    for kind in kinds + [k for k in rows[0]["by_kind"] if k.startswith("heldout:")]:
+        lines.append(f"| {kind} | " + " | ".join(_pct(r["by_kind"][kind]) for r in rows) + " |")
+    lines += ["", "| held-out kind | " + " | ".join(f"{n}: threshold chosen without it, its FPR" for n in result["points"])
+              + " |", "| --- |" + " --- |" * len(result["points"])]
+    for kind in kinds + ["pooled"]:
+        cells = []
+        for name in result["points"]:
+            v = result["held_out_kind"][name][kind]
+            cells.append(_pct(v["fpr"]) if kind == "pooled" else f"{v['threshold']:.3f}, {_pct(v['fpr'])}")
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fetch", action="store_true", help="download the held-out wheels first")
     parser.add_argument("--report", type=Path, help="write the figures as JSON here")
+    parser.add_argument("--markdown", type=Path, help="print the tables of an existing report and stop")
     args = parser.parse_args(argv)
+    if args.markdown:
+        sys.stdout.write(markdown(json.loads(args.markdown.read_text())))
+        return 0
     if args.fetch:
         fetch()
     result = report(score_all())

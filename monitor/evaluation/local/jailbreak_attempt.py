@@ -9,10 +9,13 @@ probability. The weights ship in the package (``jailbreak/weights.npz``, trained
 ``tools/jailbreak_detector/train.py`` from public data listed in its ``DATA.md``).
 
 The value is that probability (0-1); the turn is flagged, and the score is a defect, at or above
-the metric's ``threshold`` (default :data:`DEFAULT_THRESHOLD`, chosen at training time on
-validation data for at most 3 % false positives on benign questions that use attack words). The
-value is an attempt indicator about the user, not a defect of the app, but it is reported like
-one so its rate shows up like every other.
+the metric's ``threshold``, or the threshold of its named ``operating_point`` (:data:`OPERATING_POINTS`,
+the table in ``docs/local-jailbreak.md``). The default is ``balanced``: at most 1 % of the project's
+benign calibration set of customer traffic and at most 3 % of its hard negatives flagged
+(``tools/jailbreak_detector/operating_points.py``). The value is an attempt indicator about the
+user, not a defect of the app, but it is reported like one so its rate shows up like every other.
+``details`` names the strongest signals behind the value (n-grams and structural features that
+pushed it up most), so a flagged turn can be read without rerunning the model.
 
 Cost: only the first 4 KiB and the last 1 KiB of the question are read, with linear scans only,
 so every turn costs a few milliseconds at most, whatever its length; it runs inline. The
@@ -29,7 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from monitor.evaluation.local.jailbreak.model import Weights, load_weights, score_text
+from monitor.evaluation.local.jailbreak.model import Weights, explain, load_weights, score_text
 from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
 from monitor.evaluation.scoring import graded, skipped
 from monitor.model import Score, Turn
@@ -37,6 +40,8 @@ from monitor.model import Score, Turn
 __all__ = [
     "METRIC_ID",
     "DEFAULT_THRESHOLD",
+    "OPERATING_POINTS",
+    "DEFAULT_OPERATING_POINT",
     "JailbreakDetection",
     "JailbreakDetector",
     "default_detector",
@@ -49,9 +54,14 @@ __all__ = [
 
 METRIC_ID = "local_jailbreak_attempt"
 SCALE = (0.0, 1.0)
-# The threshold train.py chose (stored in weights.npz too: 0.8607), rounded up so the default never
-# flags more than validation allowed; a test keeps the two together.
-DEFAULT_THRESHOLD = 0.861
+# Named thresholds, from tools/jailbreak_detector/operating_points.json (a test keeps them equal):
+# the lowest threshold whose false-positive rates on the benign calibration set, on hard negatives
+# and on its worst kind stay under each point's bounds (calibration / hard / worst kind):
+# high_recall 3 % / 10 % / -, balanced 1 % / 3 % / 5 %, high_precision 0.25 % / 1 % / 1 %.
+# (train.py's validation threshold, stored in weights.npz, is 0.8607: about high_recall.)
+OPERATING_POINTS: dict[str, float] = {"high_precision": 0.975, "balanced": 0.955, "high_recall": 0.86}
+DEFAULT_OPERATING_POINT = "balanced"
+DEFAULT_THRESHOLD = OPERATING_POINTS[DEFAULT_OPERATING_POINT]
 MEMO_SIZE = 4096
 
 
@@ -87,6 +97,11 @@ class JailbreakDetector:
         self._weights = weights
         self._memo: OrderedDict[tuple[str, int, str, str], tuple[float, tuple[str, ...]]] = OrderedDict()
         self._memo_size = memo_size
+
+    @property
+    def weights(self) -> Weights:
+        """The model this detector scores with."""
+        return self._weights or load_weights()
 
     def _score(self, text: str) -> tuple[float, tuple[str, ...]]:
         verdict = score_text(text, self._weights or load_weights())
@@ -146,11 +161,20 @@ class JailbreakAttemptEvaluator:
     async def evaluate(self, turn: Turn) -> Sequence[Score]:
         """Reuse the stage's verdict for this turn (score it when there is none): inline, bounded."""
         if not _has_text(turn.question):
-            return [skipped(METRIC_ID, SCALE, "no question")]
+            return [skipped(METRIC_ID, SCALE, "no question", {"cause": "no_question"})]
         found = self.detector.detection_for(turn)
         label = "attempt" if found.flagged else "none"
-        details = {"threshold": self.detector.threshold, "signals": list(found.signals)}
-        return [graded(METRIC_ID, found.score, SCALE, found.flagged, label=label, details=details)]
+        details: dict[str, object] = {"threshold": self.detector.threshold, "signals": list(found.signals)}
+        if found.flagged:
+            # Only for flagged turns (a second bounded read of the question, ~1 ms): the evidence
+            # someone will read. A pass says how far under the threshold it stayed.
+            strongest = explain(turn.question, self.detector.weights)
+            details["strongest_signals"] = list(strongest)
+            listed = ", ".join(f"{s['signal']} (+{s['logits']:.1f})" for s in strongest)
+            reason = f"probability {found.score:.3f} >= {self.detector.threshold:g}; strongest signals: {listed}"
+        else:
+            reason = f"probability {found.score:.3f} < {self.detector.threshold:g}"
+        return [graded(METRIC_ID, found.score, SCALE, found.flagged, label=label, reason=reason, details=details)]
 
 
 def jailbreak_marker(evaluators: Iterable[object]) -> Callable[[Turn], Turn]:
@@ -174,5 +198,6 @@ def register(registry: MetricRegistry) -> None:
         MetricSpec(
             METRIC_ID, "probability that the user turn is a jailbreak / prompt-injection attempt (learned, no LLM)",
             "local", SCALE, "max", build=build, default_threshold=DEFAULT_THRESHOLD,
+            operating_points=OPERATING_POINTS,
         )
     )

@@ -29,7 +29,7 @@ from monitor.evaluation.local.normalise import Folded, fold, without_marks
 from monitor.evaluation.local.text import bounded_view
 
 __all__ = ["HASH_BITS", "HEAD_CHARS", "TAIL_CHARS", "CHAR_NGRAMS", "STRUCTURAL", "Features", "Prepared", "extract",
-           "prepare", "ngram_buckets", "structure_values", "PRIME", "MIX"]
+           "prepare", "ngram_buckets", "char_buckets", "word_buckets", "structure_values", "PRIME", "MIX"]
 
 HASH_BITS = 18
 HEAD_CHARS = 4096
@@ -124,6 +124,16 @@ def _word_buckets(words: list[str]) -> list[np.ndarray]:
     unigrams = ((ids + np.uint64(7)) * _MIX) >> _SHIFT
     bigrams = ((ids[:-1] * _PRIME + ids[1:] + np.uint64(11)) * _MIX) >> _SHIFT
     return [unigrams, bigrams]
+
+
+def char_buckets(text: str) -> list[np.ndarray]:
+    """Per size of :data:`CHAR_NGRAMS`, the bucket of the n-gram starting at each position of ``text``."""
+    return _char_buckets(text)
+
+
+def word_buckets(words: list[str]) -> list[np.ndarray]:
+    """The buckets of the word unigrams and bigrams of ``words`` (in that order; empty for none)."""
+    return _word_buckets(words)
 
 
 def _ascii_count(raw: bytes, chars: bytes) -> int:

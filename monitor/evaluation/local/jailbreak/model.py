@@ -10,7 +10,9 @@ once per process (on first use, not at import).
 from __future__ import annotations
 
 import functools
+import heapq
 import math
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -24,11 +26,14 @@ from monitor.evaluation.local.jailbreak.features import (
     STRUCTURAL,
     Features,
     Prepared,
+    char_buckets,
     ngram_buckets,
     prepare,
+    word_buckets,
 )
 
-__all__ = ["WEIGHTS_FILE", "Weights", "Verdict", "decoded_views", "load_weights", "score_features", "score_text"]
+__all__ = ["WEIGHTS_FILE", "Weights", "Verdict", "decoded_views", "explain", "load_weights", "score_features",
+           "score_text"]
 
 WEIGHTS_FILE = "weights.npz"
 # 2: the character n-gram sizes are stored (``char_ngrams``) and checked, since weights learned
@@ -174,3 +179,45 @@ def _prepared_margin(weights: Weights, prepared: Prepared) -> float:
     for raw, (mean, scale, weight) in zip(prepared.values, weights.dense):
         value += (math.log1p(raw) - mean) / scale * weight
     return value
+
+
+_MARKER_PREFIX = "qx"  # the glossary's concept markers (features.prepare appends them to the body)
+EXPLAIN_TOP = 5
+_EDGES = ".,;:!?\"'()[]{}<>"
+_WORD = re.compile(r"\S+")
+
+
+def explain(text: str, weights: Weights | None = None, top: int = EXPLAIN_TOP) -> tuple[dict[str, object], ...]:
+    """The ``top`` strongest signals behind the score of ``text``, strongest first: each word of the
+    folded text (its word unigram and the character n-grams starting in it), each idea the glossary
+    marked (``idea:override``) and each structural feature (``structure:role_headers``), with the
+    logits it adds. Only what pushes towards "attempt" is listed; word bigrams are left out, so the
+    weights do not add up to the margin. Vectorised and bounded like :func:`score_text`."""
+    weights = weights or load_weights()
+    prepared = prepare(text)
+    padded = f" {prepared.body} "
+    spans = [(m.start(), m.group()) for m in _WORD.finditer(padded)]
+    signals: list[tuple[str, float]] = []
+    if spans:
+        starts = np.fromiter((start for start, _ in spans), dtype=np.int64, count=len(spans))
+        owner_parts, weight_parts = [], []
+        for grams in char_buckets(padded):
+            positions = np.arange(len(grams))
+            owner_parts.append(np.maximum(np.searchsorted(starts, positions, side="right") - 1, 0))
+            weight_parts.append(weights.buckets[grams.astype(np.intp)].astype(np.float64))
+        names = [word for _, word in spans]
+        unigrams = word_buckets(names)[0].astype(np.intp)
+        owner_parts.append(np.arange(len(spans)))
+        weight_parts.append(weights.buckets[unigrams].astype(np.float64))
+        owners, per_gram = np.concatenate(owner_parts), np.concatenate(weight_parts)
+        scale = 1.0 / math.sqrt(len(per_gram) + max(0, len(spans) - 1))  # every occurrence the margin counts
+        per_word = np.bincount(owners, weights=per_gram, minlength=len(spans)) * scale
+        by_word: dict[str, float] = {}
+        for word, value in zip(names, per_word.tolist()):
+            key = f"idea:{word[len(_MARKER_PREFIX):]}" if word.startswith(_MARKER_PREFIX) else (word.strip(_EDGES) or word)
+            by_word[key] = by_word.get(key, 0.0) + value
+        signals += by_word.items()
+    for name, raw, (mean, scale_, weight) in zip(STRUCTURAL, prepared.values, weights.dense):
+        signals.append((f"structure:{name}", (math.log1p(raw) - mean) / scale_ * weight))
+    strongest = heapq.nlargest(top, (s for s in signals if s[1] > 0), key=lambda s: s[1])
+    return tuple({"signal": name, "logits": round(value, 3)} for name, value in strongest)
