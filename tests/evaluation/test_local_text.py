@@ -179,7 +179,7 @@ def test_lexical_support_matches_the_implementation_it_replaced() -> None:
     assert same_support(lexical_support(ascii_answer, ascii_context), old_lexical_support(ascii_answer, ascii_context))
     reduced = lexical_support(long_answer, long_context)  # Chinese in it: the smaller views
     assert reduced is not None and reduced["spaceless_views"] is True
-    assert reduced == old_lexical_support(long_answer[:4_096] + "\n" + long_answer[-1_024:],
+    assert {k: v for k, v in reduced.items() if k not in EVIDENCE_KEYS} == old_lexical_support(long_answer[:4_096] + "\n" + long_answer[-1_024:],
                                           long_context[:12_288] + "\n" + long_context[-2_048:]) | {"spaceless_views": True}
 
 
@@ -187,7 +187,11 @@ def same_support(new: dict[str, Any] | None, old: dict[str, Any] | None) -> bool
     """Equal, the marker of the spaceless views aside (short texts are read whole either way)."""
     if new is None or old is None:
         return new is old
-    return {key: value for key, value in new.items() if key != "spaceless_views"} == old
+    return {key: value for key, value in new.items() if key not in ("spaceless_views", *EVIDENCE_KEYS)} == old
+
+
+# Added for the reason (issue 30): not part of the replaced implementation's output.
+EVIDENCE_KEYS = ("unsupported_count", "unsupported_words")
 
 
 def test_concurrent_callers_get_the_results_of_a_lone_one(monkeypatch: pytest.MonkeyPatch) -> None:

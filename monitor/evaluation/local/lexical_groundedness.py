@@ -121,13 +121,40 @@ def lexical_support(answer: str, context: str) -> dict[str, Any] | None:
     result = {
         "value": supported / content_terms,
         "content_terms": content_terms,
+        "unsupported_count": content_terms - supported,
         "bigram_support": found_bigrams / bigrams if bigrams else None,
         "unsupported_terms": unsupported,
+        "unsupported_words": unsupported if spaceless else _surface_forms(answer_tokens, unsupported),
         "negation_flips": _negation_flips(answer_tokens, context_tokens),
     }
     if spaceless:
         result["spaceless_views"] = True
     return result
+
+
+def _surface_forms(answer_tokens: Sequence[str], stems: list[str]) -> list[str]:
+    """Each stem as the answer first wrote it ("twelve" for "twelv"), in the stems' order."""
+    wanted = dict.fromkeys(stems, "")
+    missing = len(wanted)
+    for token in answer_tokens:
+        stem_ = _term_of(token)
+        if stem_ in wanted and not wanted[stem_]:
+            wanted[stem_] = token
+            missing -= 1
+            if not missing:
+                break
+    return [surface or stem_ for stem_, surface in wanted.items()]
+
+
+def reason_for(result: dict[str, Any], source: str) -> str:
+    """The verdict in words: how many answer terms the context lacks, and which."""
+    missing, total = result["unsupported_count"], result["content_terms"]
+    where = "documents" if source == "documents" else source.replace("_", " ")
+    if not missing:
+        return f"all {total} content terms of the answer occur in the {where}"
+    listed = ", ".join(result["unsupported_words"])
+    more = "" if missing <= len(result["unsupported_words"]) else ", ..."
+    return f"{missing} of {total} answer terms not in the {where}: {listed}{more}"
 
 
 # (answer terms the context has, answer terms, answer term bigrams the context has, a few unsupported terms)
@@ -189,14 +216,15 @@ class LexicalGroundednessEvaluator:
         """Compute the support (in an executor for long texts)."""
         resolved = resolve_context(turn)
         if resolved is None:
-            return [skipped(METRIC_ID, SCALE, "no context: no document text and no system prompt")]
+            return [skipped(METRIC_ID, SCALE, "no context: no document text and no system prompt", {"cause": "no_context"})]
         context, source = resolved
         size = weighted_chars(turn.answer, sum(ANSWER_VIEW)) + weighted_chars(context, sum(CONTEXT_VIEW))
         result = await run_cpu_bound(lexical_support, turn.answer, context, size=size)
         if result is None:
-            return [skipped(METRIC_ID, SCALE, "answer has no content words")]
+            return [skipped(METRIC_ID, SCALE, "answer has no content words", {"cause": "no_content_words"})]
         value = result.pop("value")
-        return [graded(METRIC_ID, value, SCALE, value < self._threshold, details={**result, "context_source": source})]
+        return [graded(METRIC_ID, value, SCALE, value < self._threshold, reason=reason_for(result, source),
+                       details={**result, "context_source": source})]
 
 
 def register(registry: MetricRegistry) -> None:

@@ -26,6 +26,11 @@ measured cost (per character read and per sentence piece, see ``offload.weighted
 under about a millisecond are scored inline; longer ones, and the first call of a process (which
 reads the weights), in an executor. The sentences are scored together: one tokenising pass and
 one numpy pass for the classifier (plain Python for short answers).
+
+Evidence: a defect quotes the sentence that tripped it (``details["worst_sentence"]`` and the
+reason; at most 200 characters, one line). The answer reaches the evaluators after redaction
+(``monitor.redaction``), so the quote carries placeholders, not personal data; with
+``redaction.keep_text: false`` the quote is dropped with the other text.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ PIECE_CHARS = 400
 # read and 110 per sentence piece (its fold, its tokens, its classifier row).
 COST_PER_CHAR, COST_PER_SENTENCE = 3, 110
 MAX_PIECES = 600
+QUOTE_CHARS = 200
 # A sentence ends at whitespace after . ! ? (or their full-width forms) and at a line break. The
 # pattern starts with a character class, so the regex engine skips to candidates in C; the
 # punctuation is captured and given back to its sentence.
@@ -159,16 +165,29 @@ class OffensiveLanguageEvaluator:
         """Score the answer's sentences (in an executor above ~1 ms); value = the highest score."""
         sentences = split_sentences(bounded_view(turn.answer, HEAD_CHARS, TAIL_CHARS))
         if not sentences:
-            return [skipped(METRIC_ID, SCALE, "no answer")]
+            return [skipped(METRIC_ID, SCALE, "no answer", {"cause": "no_answer"})]
         chars = min(len(turn.answer), HEAD_CHARS + TAIL_CHARS)
         cost = COST_PER_CHAR * chars + COST_PER_SENTENCE * len(sentences)
         size = cost * script_weight(turn.answer, HEAD_CHARS + TAIL_CHARS, cost)
         scored = await run_cpu_bound(_score_sentences, sentences, size=size, force_executor=not model_loaded())
         worst = max(range(len(scored)), key=lambda i: scored[i][0])
         value, by_rule = scored[worst]
-        details = {"sentences": len(sentences), "worst_sentence_index": worst,
-                   "source": "dehumanisation_rule" if by_rule else "classifier"}
-        return [graded(METRIC_ID, value, SCALE, value >= self._threshold, details=details)]
+        source = "dehumanisation_rule" if by_rule else "classifier"
+        defect = value >= self._threshold
+        details: dict[str, object] = {"sentences": len(sentences), "worst_sentence_index": worst, "source": source}
+        if defect:
+            details["worst_sentence"] = _quoted(sentences[worst])
+            reason = f"sentence {worst + 1} of {len(sentences)} scored {value:.2f} ({source.replace('_', ' ')}): " \
+                     f"\"{details['worst_sentence']}\""
+        else:
+            reason = f"no sentence at {self._threshold:g} or above: the worst of {len(sentences)} scored {value:.2f}"
+        return [graded(METRIC_ID, value, SCALE, defect, reason=reason, details=details)]
+
+
+def _quoted(sentence: str) -> str:
+    """The sentence as evidence: from the already redacted answer, one line, at most QUOTE_CHARS."""
+    one_line = " ".join(sentence.split())
+    return one_line if len(one_line) <= QUOTE_CHARS else one_line[:QUOTE_CHARS - 3] + "..."
 
 
 def register(registry: MetricRegistry) -> None:

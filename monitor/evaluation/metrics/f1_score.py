@@ -62,10 +62,13 @@ class F1Evaluator:
     async def evaluate(self, turn: Turn) -> Sequence[Score]:
         """F1 of ``turn.answer`` against ``turn.ground_truth``."""
         if not turn.ground_truth or not turn.ground_truth.strip():
-            return [skipped(METRIC_ID, SCALE, "no ground truth")]
+            return [skipped(METRIC_ID, SCALE, "no ground truth", {"cause": "no_ground_truth"})]
         answer, truth = bounded_view(turn.answer, *VIEW), bounded_view(turn.ground_truth, *VIEW)
         value = await run_cpu_bound(f1_score, answer, truth, size=len(answer) + len(truth))
-        return [graded(METRIC_ID, value, SCALE, value < self._threshold)]
+        # A number, not a sentence: the reason says what it measures and the rule that judged it.
+        rule = "below" if value < self._threshold else "not below"
+        reason = f"token F1 {value:.2f} against the ground truth ({rule} the threshold {self._threshold:g})"
+        return [graded(METRIC_ID, value, SCALE, value < self._threshold, reason=reason)]
 
 
 def register(registry: MetricRegistry) -> None:
