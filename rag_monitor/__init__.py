@@ -46,6 +46,7 @@ from rag_monitor.metrics import (
     SelfHarm,
     Sexual,
     Similarity,
+    SystemPromptLeak,
     Violence,
 )
 from rag_monitor.results import MetricError, MetricResult, Status, Usage
@@ -61,5 +62,5 @@ __all__ = [
     "AnswerRelevance",
     "AnswerSimilarity", "RetrievalPrecision", "AugmentationAccuracy", "AugmentationPrecision",
     "AnswerConsistency", "AnswerConsistencyBinary", "OverallScore",
-    "F1Score", "LexicalGroundedness", "OffensiveLanguage", "JailbreakAttempt",
+    "F1Score", "LexicalGroundedness", "OffensiveLanguage", "JailbreakAttempt", "SystemPromptLeak",
 ]

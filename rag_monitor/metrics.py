@@ -21,7 +21,7 @@ __all__ = [
     "AnswerRelevance",
     "AnswerSimilarity", "RetrievalPrecision", "AugmentationAccuracy", "AugmentationPrecision",
     "AnswerConsistency", "AnswerConsistencyBinary", "OverallScore",
-    "F1Score", "LexicalGroundedness", "OffensiveLanguage", "JailbreakAttempt",
+    "F1Score", "LexicalGroundedness", "OffensiveLanguage", "JailbreakAttempt", "SystemPromptLeak",
 ]
 
 
@@ -194,6 +194,13 @@ class OffensiveLanguage(_Local):
     """Probability the answer is offensive (shipped classifier, worst sentence); defect at or above."""
 
     metric_id = "local_offensive_language"
+
+
+class SystemPromptLeak(_Local):
+    """Share of the system prompt's instructions the answer repeats (no LLM), 0-1; defect at or
+    above the threshold. Needs ``system_prompt``."""
+
+    metric_id = "local_system_prompt_leak"
 
 
 class JailbreakAttempt(Metric):

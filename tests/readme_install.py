@@ -2,7 +2,7 @@
 drive the README's own example app from that venv (``tests/test_readme_install.py``).
 
 A line is the ``pip install …`` of a ```bash block right after ``<!-- install:NAME -->`` in
-README.md (``\\`` continuations joined). Each venv lives in ``.venv-readme/NAME`` and is rebuilt when
+README.md or a page of the documentation site under docs/ (``\\`` continuations joined). Each venv lives in ``.venv-readme/NAME`` and is rebuilt when
 its line changes. ``.ci/run`` builds them before pytest (PyPI is reached there, never from a
 test)::
 
@@ -44,9 +44,18 @@ def install_lines(text: str) -> dict[str, list[str]]:
     return found
 
 
+DOCS = ROOT / "docs"
+
+
 def readme_install_lines() -> dict[str, list[str]]:
-    """The install lines of the README the tests read (``RAG_MONITOR_README`` or README.md)."""
-    return install_lines(README.read_text(encoding="utf-8"))
+    """The install lines of the README the tests read (``RAG_MONITOR_README`` or README.md) and
+    of the documentation pages (docs/**/*.md, where "Your framework" keeps one per stack). A name
+    shown on two pages must carry the same line on both."""
+    found = install_lines(README.read_text(encoding="utf-8"))
+    for page in sorted(DOCS.rglob("*.md")):
+        for name, args in install_lines(page.read_text(encoding="utf-8")).items():
+            assert found.setdefault(name, args) == args, f"install:{name} differs between pages ({page})"
+    return found
 
 
 def venv_python(name: str) -> Path:

@@ -128,6 +128,28 @@ class MetricSpec:
     uses_severity_level: bool = False
     derived_from: frozenset[str] = frozenset()
     wrap: Callable[[tuple[Evaluator, ...], BuildContext], Evaluator] | None = None
+    inputs: tuple[str, ...] = ()
+    """The parts of a turn the metric reads, named as the data-set columns are (``question``,
+    ``answer``, ``context``, ``ground_truth``, ``history``, ``system_prompt``); ``?`` marks an
+    optional one. Empty: taken from ``definition`` when it declares ``required``/``optional``.
+    The generated metric reference (tools/docs/generate.py) shows them."""
+    seed: str | None = None
+    """Where the metric's definition comes from: ``Azure``, ``Opik``, ``Tonic Validate`` or
+    ``rag-monitor`` (its own); shown in the generated metric reference."""
+
+    def declared_inputs(self) -> tuple[str, ...]:
+        """:attr:`inputs`, or those the ``definition`` declares (a rubric's required and optional)."""
+        if self.inputs:
+            return self.inputs
+        names = {"reference": "ground_truth"}
+        required = getattr(self.definition, "required", ())
+        optional = getattr(self.definition, "optional", ())
+
+        def name(item: Any) -> str:
+            raw = str(getattr(item, "value", item))
+            return names.get(raw, raw)
+
+        return tuple(name(i) for i in required) + tuple(f"{name(i)}?" for i in optional)
 
     def __post_init__(self) -> None:
         if self.build is None and self.group is None and self.wrap is None:

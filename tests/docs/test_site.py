@@ -1,0 +1,54 @@
+"""The documentation site: built strictly (a broken link, a missing page or a page left out of
+the nav fails), its generated references current with the code, and the README short."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tools.docs.generate import OUT, render_all
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_generated_references_match_the_code() -> None:
+    stale = [name for name, text in render_all().items()
+             if not (OUT / name).exists() or (OUT / name).read_text(encoding="utf-8") != text]
+    assert not stale, f"stale generated pages {stale}: run python -m tools.docs.generate and commit docs/reference/"
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent))
+    if mkdocs is None:
+        if os.environ.get("CI"):
+            pytest.fail("mkdocs is missing: the test extra installs it (pip install -e '.[test]')")
+        pytest.skip("mkdocs not installed: pip install -r docs/requirements.txt")
+    proc = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert (tmp_path / "site" / "reference" / "metrics" / "index.html").exists()
+
+
+def test_the_readme_fits_on_a_screen_and_every_doc_page_is_in_the_nav() -> None:
+    import yaml
+
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 200
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+
+    def pages(node: object) -> list[str]:
+        if isinstance(node, str):
+            return [node]
+        if isinstance(node, list):
+            return [p for item in node for p in pages(item)]
+        if isinstance(node, dict):
+            return [p for value in node.values() for p in pages(value)]
+        return []
+
+    listed = set(pages(nav))
+    on_disk = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
+    assert on_disk - listed == set(), "pages missing from mkdocs.yml's nav"
