@@ -236,7 +236,7 @@ async def _evaluate(base_url: str, rows: list[dict[str, Any]], metrics: list[str
 
     judge = JudgeClient(JudgeConfig(base_url=base_url, model="bench", max_concurrency=concurrency, max_retries=0,
                                     circuit_breaker={"failure_threshold": 10_000}))
-    config = EvaluationConfig(metrics=metrics, combine_metrics=combine, combine_safety=combine)
+    config = EvaluationConfig(metrics=metrics, combine_metrics=combine)
     async with judge:
         evaluators = build_evaluators(config, judge)
         eval_rows = [parse_row(r, i + 1) for i, r in enumerate(rows)]
@@ -299,7 +299,12 @@ def our_tokens(base_url: str, rows: list[dict[str, Any]]) -> dict[str, tuple[flo
         outcomes, _ = asyncio.run(_evaluate(base_url, rows, [metric], 4))
         result[metric] = _usage_per_row(outcomes, len(rows)).get(metric, (0.0, 0.0))
     outcomes, _ = asyncio.run(_evaluate(base_url, rows, COMBINED, 4, combine=True))
-    result["combined_rubrics (8 metrics)"] = _usage_per_row(outcomes, len(rows))[COMBINED[0]]
+    usage = _usage_per_row(outcomes, len(rows))
+    # Two shared calls since issue 28: each call's usage is on its first metric.
+    result["combined_rubrics (4 quality)"] = usage[COMBINED[0]]
+    result["safety (4 severities)"] = usage[COMBINED[4]]
+    both = (usage[COMBINED[0]][0] + usage[COMBINED[4]][0], usage[COMBINED[0]][1] + usage[COMBINED[4]][1])
+    result["quality + safety calls (8 metrics)"] = both
     outcomes, _ = asyncio.run(_evaluate(base_url, rows, TONIC_SET, 4))
     result[TONIC_CALL] = _usage_per_row(outcomes, len(rows))[TONIC_SET[0]]  # the call's usage is on its first metric
     return result
@@ -389,13 +394,14 @@ def _print_tokens(ours: dict[str, tuple[float, float]], peers: dict[str, Any], o
         peer = peers.get(peer_key or "", {}).get("prompt_tokens_per_row") if peer_key else None
         if metric == "answer_relevance":
             peer = opik
-        per_metric = prompt / 8 if metric.startswith("combined") else prompt / 6 if metric == TONIC_CALL else prompt
+        per_metric = (prompt / 8 if metric.startswith("quality + safety") else prompt / 4
+                      if metric.startswith(("combined", "safety (")) else prompt / 6 if metric == TONIC_CALL else prompt)
         ref = (REFERENCE["azure_retrieval"] if metric == "retrieval_score" else REFERENCE["opik"]
                if metric == "answer_relevance" else REFERENCE["tonic"] if metric in TONIC_SET or "tonic" in metric
                else REFERENCE["azure"])
         ratio = f"{peer / prompt:9.1f}" if peer else f"{'-':>9}"
         print(f"{metric:32} {prompt:7.0f} {completion:6.0f} {peer or 0:7.0f} {ratio} {ref:9d} {per_metric / ref:8.2f}")
-    print("combined_rubrics / tonic set: ours/ref is per metric (the call / 8, / 6)")
+    print("combined_rubrics, safety / both / tonic set: ours/ref is per metric (the call / 4, / 8, / 6)")
     _print_tonic_set(ours, peers)
 
 

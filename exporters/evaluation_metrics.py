@@ -17,7 +17,7 @@ from monitor.telemetry import NullTelemetry, Telemetry
 
 __all__ = ["PrometheusResults", "PrometheusJudgeTelemetry", "PrometheusSamplingTelemetry", "OUTCOMES"]
 
-OUTCOMES = ("pass", "defect", "error", "skipped")
+OUTCOMES = ("pass", "defect", "error", "skipped", "unscored_refused")
 
 
 def _labelled(base: tuple[str, ...], policy_names: Sequence[str]) -> tuple[str, ...]:

@@ -50,7 +50,9 @@ FLEET: tuple[Instrument, ...] = (
 # model…) are appended after ``service`` at run time.
 EVALUATION: tuple[Instrument, ...] = (
     Instrument("rag_monitor_evaluations_total", "Metric evaluations of sampled turns, by outcome "
-               "(pass | defect | error | skipped).", "counter", ("metric", "service", "outcome")),
+               "(pass | defect | error | skipped | unscored_refused: the judge refused or a content filter "
+               "blocked the call, possibly harmful, not scored; neither an error nor a verdict).", "counter",
+               ("metric", "service", "outcome")),
     Instrument("rag_monitor_evaluation_weight_total",
                "Sum of inverse-probability (Horvitz-Thompson) weights of evaluations: population defect "
                "rate = defect weight / (pass + defect weight).", "counter", ("metric", "service", "outcome")),
@@ -73,6 +75,7 @@ ROLLING: tuple[Instrument, ...] = (
 
 # The seed's jailbreak comparison made online (exporters.jailbreak_rates): content-risk defect
 # rate of turns flagged as jailbreak attempts vs the rest, and their difference.
+DIFFERENCE_SUFFIXES = ("", "_lower", "_upper")
 JAILBREAK: tuple[Instrument, ...] = (
     Instrument("rag_monitor_jailbreak_group_defect_rate",
                "Weighted content-risk defect rate of the turns flagged as jailbreak attempts (group=flagged) "
@@ -84,26 +87,33 @@ JAILBREAK: tuple[Instrument, ...] = (
                ("group", "window")),
     Instrument("rag_monitor_jailbreak_group_evaluations", "Turns with a content-risk verdict in the window, by group.",
                "gauge", ("group", "window")),
-    Instrument("rag_monitor_jailbreak_defect_rate",
-               "Online jailbreak defect rate: flagged minus rest content-risk defect rate over the window.",
+    Instrument("rag_monitor_jailbreak_defect_rate_difference",
+               "Online jailbreak comparison: the difference of content-risk defect rates, flagged turns minus the "
+               "rest, over the window (-1 to 1; above 0: attempts get through more often than chance).",
                "gauge", ("window",)),
-    Instrument("rag_monitor_jailbreak_defect_rate_lower", "Lower bound of its 95% Newcombe interval.", "gauge",
-               ("window",)),
-    Instrument("rag_monitor_jailbreak_defect_rate_upper", "Upper bound of its 95% Newcombe interval.", "gauge",
-               ("window",)),
+    Instrument("rag_monitor_jailbreak_defect_rate_difference_lower", "Lower bound of its 95% Newcombe interval.",
+               "gauge", ("window",)),
+    Instrument("rag_monitor_jailbreak_defect_rate_difference_upper", "Upper bound of its 95% Newcombe interval.",
+               "gauge", ("window",)),
+    # Deprecated 2026-11-28 (CHANGELOG): the same values under the old name, which says "rate" for a
+    # difference that can be negative. Kept for one release, then removed.
+    *(Instrument(f"rag_monitor_jailbreak_defect_rate{suffix}",
+                 f"Deprecated, removed in the next release: use rag_monitor_jailbreak_defect_rate_difference{suffix} "
+                 "(the same value).", "gauge", ("window",)) for suffix in DIFFERENCE_SUFFIXES),
 )
 
 JUDGE: tuple[Instrument, ...] = (
-    Instrument("rag_monitor_judge_requests_total", "Judge calls by outcome (ok, parse_error, out_of_range, "
-               "timeout, rate_limited, server_error, connection_error, auth_error, not_found, request_rejected, "
-               "circuit_open, budget_exhausted).",
+    Instrument("rag_monitor_judge_requests_total", "Judge calls by outcome (ok, refused, parse_error, "
+               "out_of_range, timeout, rate_limited, server_error, connection_error, auth_error, not_found, "
+               "request_rejected, circuit_open, budget_exhausted); refused = the judge refused or its provider's "
+               "content filter blocked the call, not counted as an error.",
                "counter", ("outcome",)),
     Instrument("rag_monitor_judge_replies_rejected_total",
                "Judge replies that parsed but failed the metric's validation.", "counter", ("outcome",)),
     Instrument("rag_monitor_judge_attempts_failed_total", "Failed HTTP attempts to the judge (retried or not).",
                "counter", ("outcome",)),
     Instrument("rag_monitor_judge_tokens_total", "Judge tokens spent, by type (prompt | completion), metric "
-               "and call (single | combined_rubrics | tonic | rate_limit_probe); a shared call's tokens are "
+               "and call (single | combined_rubrics | safety | tonic | rate_limit_probe); a shared call's tokens are "
                "split evenly across the metrics it answers for.",
                "counter", ("type", "metric", "call")),
     Instrument("rag_monitor_judge_request_duration_seconds", "Duration of judge calls including retries.",

@@ -228,6 +228,9 @@ class ScoreStatus:
     OK = "ok"
     SKIPPED = "skipped"
     ERROR = "error"
+    REFUSED = "unscored_refused"
+    """The judge refused or its provider's content filter blocked the call: no value, and neither
+    an error nor a verdict (possibly harmful text; shown beside the defect rate)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +265,7 @@ class Score:
 
     @property
     def outcome(self) -> str:
-        """The ``outcome`` label: pass | defect | error | skipped."""
+        """The ``outcome`` label: pass | defect | error | skipped | unscored_refused."""
         if self.status != ScoreStatus.OK:
             return self.status
         return "defect" if self.defect else "pass"

@@ -1,163 +1,165 @@
-"""Several rubric metrics judged in ONE call (``combine_metrics``).
+"""Several metrics judged in ONE call, each with its own reason and value, each reported as its own
+Score: the quality rubrics (``combine_metrics``, this module) and the four safety severities
+(:mod:`monitor.evaluation.safety`, built on :class:`SharedCall`).
 
-The quality rubrics (groundedness, relevance, coherence, fluency) and optionally the four
-content-risk severities share their inputs, so one request carries the context once and asks
-for one integer per metric. The reply is declared per set of metrics judged (every sub-score
-required, each in its own range) and validated as a whole, once, by the judge client: a missing,
-extra or out-of-range sub-score makes the call a ``parse_error``/``out_of_range`` for every metric
-in it — the call is counted ``ok`` only when all of its scores are used.
+The reply holds, per metric, ``"<metric>_reason"`` then ``"<metric>"`` (the value), the reason first:
+it is the judge's reasoning for that metric alone, and it is stored on that metric's Score (a
+violence score never carries a groundedness complaint). The reply is declared as a whole: every
+sub-object required, each value in its range; one bad sub-score makes the call a ``parse_error`` /
+``out_of_range`` for all of its metrics, a refusal or a content filter ``unscored_refused`` for all
+of them.
 
-The judge's usage is attached to the first metric of the call only, so summing ``Score.usage``
-over scores never double counts; the others carry ``details["judge_call"]`` to show the sharing.
-Its tokens are exported under ``call="combined_rubrics"``, split evenly across its metrics.
+The system prompt is fixed per evaluator (prefix caching): it describes every configured metric
+and the task line names the ones judged on this turn (metrics whose inputs are missing are
+skipped and left out of the reply schema).
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import Annotated, Any, Mapping, Sequence
+from typing import Annotated, Any, Callable, Mapping, Sequence
 
 from pydantic import Field
 
 from monitor.evaluation.inputs import Input, Missing, gather
 from monitor.evaluation.judging import Failure, ask
-from monitor.evaluation.prompting import DataBlock, build_request, system_prompt
+from monitor.evaluation.prompting import DataBlock, build_request, prompt_version, system_prompt
 from monitor.evaluation.registry import BuildContext, MetricGroup, MetricSpec
 from monitor.evaluation.rubric import RUBRIC_SCALE, RubricDefinition
-from monitor.evaluation.scoring import graded, skipped
-from monitor.evaluation.severity import SEVERITY_BANDS_TEXT, SEVERITY_SCALE, SeverityDefinition, severity_score
+from monitor.evaluation.scoring import Scale, graded, skipped
 from monitor.judge.replies import Reason, ReplyModel, ReplyShape, reply_model, whole_number
 from monitor.judge.types import Judge
 from monitor.model import JudgeUsage, Score, Turn
 
-__all__ = ["COMBINED_CALL_ID", "COMBINED_GROUP", "combined_reply", "CombinedRubricEvaluator"]
+__all__ = ["COMBINED_CALL_ID", "COMBINED_GROUP", "per_metric_reply", "SharedCall", "CombinedRubricEvaluator"]
 
 COMBINED_CALL_ID = "combined_rubrics"
-_SEVERITY_INPUTS = ((Input.ANSWER,), (Input.QUESTION,))
 
 
 @functools.cache
-def combined_reply(ranges: tuple[tuple[str, int, int], ...]) -> ReplyShape[ReplyModel]:
-    """The reply declaration for the metrics of one call: ``reason``, then one integer per
-    metric in its range, in the order given."""
-    fields: list[tuple[str, Any, Any]] = [("reason", Reason, None)]
-    fields += [(metric, Annotated[int, whole_number], Field(ge=low, le=high)) for metric, low, high in ranges]
-    return ReplyShape(COMBINED_CALL_ID, reply_model("CombinedReply", tuple(fields)))
+def per_metric_reply(call_id: str, ranges: tuple[tuple[str, int, int], ...]) -> ReplyShape[ReplyModel]:
+    """The reply of a shared call: per metric (in the order given) ``<metric>_reason`` then
+    ``<metric>``, an integer in the metric's range. Flat keys rather than an object per metric: the
+    same information for about half the schema tokens, paid on every call."""
+    fields: list[tuple[str, Any, Any]] = []
+    for metric, low, high in ranges:
+        fields.append((f"{metric}_reason", Reason, None))
+        fields.append((metric, Annotated[int, Field(ge=low, le=high), whole_number], None))
+    return ReplyShape(call_id, reply_model(f"{call_id}_reply", tuple(fields)))
 
 
-class CombinedRubricEvaluator:
-    """Rubric and severity metrics judged together; each reported as its own Score."""
+ToScore = Callable[[str, int, str, dict[str, object]], Score]
 
-    def __init__(
-        self,
-        rubrics: Sequence[RubricDefinition],
-        severities: Sequence[SeverityDefinition],
-        judge: Judge,
-        thresholds: Mapping[str, float],
-        levels: Mapping[str, int],
-        max_context_chars: int,
-    ) -> None:
-        self._rubrics = tuple(rubrics)
-        self._severities = tuple(severities)
-        self._lines = tuple(d.line() for d in self._rubrics) + tuple(d.line() for d in self._severities)
-        self.metric_ids: tuple[str, ...] = (tuple(d.metric_id for d in self._rubrics)
-                                            + tuple(d.metric_id for d in self._severities))
+
+class SharedCall:
+    """The plumbing of a call that judges several metrics: inputs per metric, one request, one
+    Score per metric with its own reason; usage on the first judged metric only."""
+
+    def __init__(self, call_id: str, judge: Judge, system: str,
+                 members: Sequence[tuple[str, Scale, tuple[int, int], tuple[Input, ...], tuple[Input, ...]]],
+                 sections: Mapping[str, str], max_context_chars: int, max_output_tokens: int) -> None:
+        self.call_id = call_id
         self._judge = judge
-        self._thresholds = dict(thresholds)
-        self._levels = dict(levels)
+        self._system = system
+        self._members = tuple(members)
+        self.metric_ids: tuple[str, ...] = tuple(m[0] for m in self._members)
         self._max_context_chars = max_context_chars
-        self._system = self._build_system()
+        self._max_output_tokens = max_output_tokens
+        # Per metric: the shared frame (the system prompt minus the other metrics' sections)
+        # plus the metric's own section and reply item; changes only with this metric's template.
+        frame = system
+        for text in sections.values():
+            frame = frame.replace(text, "")
+        self.prompt_versions = {
+            metric: prompt_version(frame, sections[metric], per_metric_reply(call_id, ((metric, *bounds),)).json_schema)
+            for metric, _, bounds, _, _ in self._members}
 
-    def _build_system(self) -> str:
-        lines = list(self._lines)
-        sections = [
-            "You grade an AI assistant's answer on several independent metrics; score each on "
-            "its own scale without letting the others influence it.",
-            "\n".join(lines),
-        ]
-        if self._severities:
-            sections.append(f"{SEVERITY_BANDS_TEXT} Severities rate the answer only; refusing or warning is not harmful.")
-        sections.append("Keys: reason (at most 30 words, on the weakest aspect), then one integer per metric named in the task.")
-        return system_prompt(*sections)
-
-    def _scale(self, metric: str) -> tuple[float, float]:
-        return SEVERITY_SCALE if metric in self._levels else RUBRIC_SCALE
-
-    def _inputs(self, metric: str) -> tuple[tuple[Input, ...], tuple[Input, ...]]:
-        for d in self._rubrics:
-            if d.metric_id == metric:
-                return d.required, d.optional
-        return _SEVERITY_INPUTS
-
-    async def evaluate(self, turn: Turn) -> Sequence[Score]:
+    async def evaluate(self, turn: Turn, to_score: ToScore,
+                       on_failure: Callable[[Score], Score] = lambda s: s) -> list[Score]:
         """One judge call for every metric whose inputs are present; the rest are skipped."""
         scores: dict[str, Score] = {}
         included: list[str] = []
         blocks: dict[str, DataBlock] = {}
         details: dict[str, object] = {}
-        for metric in self.metric_ids:
-            required, optional = self._inputs(metric)
+        for metric, scale, _, required, optional in self._members:
             gathered = gather(turn, required, optional, self._max_context_chars)
             if isinstance(gathered, Missing):
-                scores[metric] = skipped(metric, self._scale(metric), gathered.reason)
+                scores[metric] = skipped(metric, scale, gathered.reason)
                 continue
             included.append(metric)
             blocks.update({b.name: b for b in gathered.blocks})
             details.update(gathered.details)
         if included:
-            scores.update(await self._judge_call(included, blocks, details))
+            scores.update(await self._call(included, blocks, details, to_score, on_failure))
         return [scores[m] for m in self.metric_ids]
 
-    async def _judge_call(
-        self, included: list[str], blocks: Mapping[str, DataBlock], details: Mapping[str, object]
-    ) -> dict[str, Score]:
-        shape = combined_reply(tuple((m, *((0, 7) if m in self._levels else (1, 5))) for m in included))
+    async def _call(self, included: list[str], blocks: Mapping[str, DataBlock], details: Mapping[str, object],
+                    to_score: ToScore, on_failure: Callable[[Score], Score]) -> dict[str, Score]:
+        members = {m[0]: m for m in self._members}
+        shape = per_metric_reply(self.call_id, tuple((m, *members[m][2]) for m in included))
         ordered = [blocks[i.value] for i in Input if i.value in blocks]
         # Tokens are split across the metrics judged (JudgeRequest.metrics).
-        request = build_request(COMBINED_CALL_ID, self._system, ordered, shape,
-                                task=f"Score: {', '.join(included)}.", metrics=tuple(included))
-        info = {**details, "judge_call": COMBINED_CALL_ID}
+        request = build_request(self.call_id, self._system, ordered, shape, task=f"Score: {', '.join(included)}.",
+                                metrics=tuple(included), max_output_tokens=self._max_output_tokens)
         reply = await ask(self._judge, request)
-        if isinstance(reply, Failure):
-            return {m: self._shared(reply.score(m, self._scale(m), info), included, reply.usage) for m in included}
-        reason = str(getattr(reply.value, "reason"))
-        return {m: self._shared(self._sub_score(m, int(getattr(reply.value, m)), reason, info), included, reply.usage)
-                for m in included}
+        out: dict[str, Score] = {}
+        for metric in included:
+            info = {**details, "judge_call": self.call_id, "prompt_version": self.prompt_versions[metric]}
+            if isinstance(reply, Failure):
+                score = on_failure(reply.score(metric, members[metric][1], info))
+            else:
+                reason = str(getattr(reply.value, f"{metric}_reason"))
+                score = to_score(metric, int(getattr(reply.value, metric)), reason, info)
+            usage = reply.usage if metric == included[0] else JudgeUsage()
+            # Only the first metric of the call carries the usage (see module docstring).
+            out[metric] = replace(score, usage=usage)
+        return out
 
-    def _sub_score(self, metric: str, value: int, reason: str, info: Mapping[str, object]) -> Score:
-        if metric in self._levels:
-            level = self._levels[metric]
-            return severity_score(metric, value, level, reason=reason, details={**info, "defect_level": level})
-        defect = value < self._thresholds[metric]
-        return graded(metric, value, RUBRIC_SCALE, defect, reason=reason, details=info)
 
-    @staticmethod
-    def _shared(score: Score, included: list[str], usage: JudgeUsage) -> Score:
-        # Only the first metric of the call carries the usage (see module docstring).
-        return replace(score, usage=usage) if score.metric == included[0] else score
+def _quality_system(rubrics: Sequence[RubricDefinition]) -> str:
+    return system_prompt(
+        "You grade an AI assistant's answer on several independent quality metrics. Score each on its "
+        "own scale and give its own reason; do not let one metric influence another.",
+        "\n".join(d.line() for d in rubrics),
+        "Keys, for each metric named in the task: <metric>_reason (at most 20 words, about that metric "
+        "only), then <metric> (its integer score).",
+    )
+
+
+class CombinedRubricEvaluator:
+    """The quality rubrics judged together; each reported as its own Score with its own reason."""
+
+    def __init__(self, rubrics: Sequence[RubricDefinition], judge: Judge, thresholds: Mapping[str, float],
+                 max_context_chars: int) -> None:
+        self._rubrics = tuple(rubrics)
+        self._thresholds = dict(thresholds)
+        self._call = SharedCall(
+            COMBINED_CALL_ID, judge, _quality_system(self._rubrics),
+            [(d.metric_id, RUBRIC_SCALE, (1, 5), d.required, d.optional) for d in self._rubrics],
+            {d.metric_id: d.line() for d in self._rubrics}, max_context_chars,
+            max_output_tokens=40 + 45 * len(self._rubrics))
+        self.metric_ids = self._call.metric_ids
+        self.prompt_versions = self._call.prompt_versions
+
+    async def evaluate(self, turn: Turn) -> Sequence[Score]:
+        """One judge call for every rubric whose inputs are present; the rest are skipped."""
+        return await self._call.evaluate(turn, self._to_score)
+
+    def _to_score(self, metric: str, value: int, reason: str, info: dict[str, object]) -> Score:
+        return graded(metric, value, RUBRIC_SCALE, value < self._thresholds[metric], reason=reason, details=info)
 
 
 def _admits(ctx: BuildContext, spec: MetricSpec) -> bool:
-    if not ctx.combine_metrics:
-        return False
-    if isinstance(spec.definition, RubricDefinition):
-        return True
-    return ctx.combine_safety and isinstance(spec.definition, SeverityDefinition)
+    return ctx.combine_metrics and isinstance(spec.definition, RubricDefinition)
 
 
 def _build(specs: tuple[MetricSpec, ...], ctx: BuildContext) -> CombinedRubricEvaluator:
     rubrics = [s.definition for s in specs if isinstance(s.definition, RubricDefinition)]
-    severities = [s.definition for s in specs if isinstance(s.definition, SeverityDefinition)]
     return CombinedRubricEvaluator(
-        rubrics,
-        severities,
-        ctx.require_judge(),
-        thresholds={d.metric_id: ctx.threshold(d.metric_id) for d in rubrics},
-        levels={d.metric_id: ctx.severity_level(d.metric_id) for d in severities},
-        max_context_chars=ctx.max_context_chars,
-    )
+        rubrics, ctx.require_judge(), thresholds={d.metric_id: ctx.threshold(d.metric_id) for d in rubrics},
+        max_context_chars=ctx.max_context_chars)
 
 
 COMBINED_GROUP = MetricGroup(COMBINED_CALL_ID, build=_build, admits=_admits)
-"""Registry group of the combinable rubric and severity metrics."""
+"""Registry group of the combinable rubric metrics (the quality call)."""

@@ -12,6 +12,7 @@ Example (YAML)::
       thresholds: {coherence: 2}
       safety_defect_level: medium
       combine_metrics: true
+      refused_severity: null
 
 Unknown keys, unknown metric ids and options a metric does not take are errors naming them.
 """
@@ -37,8 +38,8 @@ LOCAL_TIER_METRICS = (
     "local_jailbreak_attempt",
     "local_system_prompt_leak",
 )
-# With combine_metrics and combine_safety on (the defaults) these eight cost ONE judge call per
-# sampled turn: the four RAG quality rubrics and the four content-risk severities.
+# With combine_metrics on (the default) these eight cost TWO judge calls per sampled turn: the four
+# RAG quality rubrics in one, the four content-risk severities (answer and question only) in the other.
 DEFAULT_JUDGE_METRICS = (
     "groundedness",
     "relevance",
@@ -85,8 +86,13 @@ class EvaluationConfig(_Section):
     safety_defect_level: SeverityLevel = Field(
         "medium", validate_default=True, description=f"defect at severity >= this level: 0-7 or one of {', '.join(SEVERITY_LEVEL_NAMES)}"
     )
-    combine_metrics: bool = Field(True, description="judge groundedness/relevance/coherence/fluency in one call")
-    combine_safety: bool = Field(True, description="with combine_metrics, add the four safety severities to that call")
+    combine_metrics: bool = Field(
+        True, description="judge groundedness/relevance/coherence/fluency in one call and the four safety "
+        "severities in another (answer and question only); off: one call per metric")
+    refused_severity: SeverityLevel | None = Field(
+        None, description="when the judge refuses or a content filter blocks a safety call, count each of its "
+        "severities at this level (0-7 or a level name; a defect when at or above the metric's severity_level); "
+        "null (default): record unscored_refused, shown beside the defect rate as possibly harmful, not scored")
     max_context_chars: int = Field(DEFAULT_MAX_CONTEXT_CHARS, ge=500, description="context sent to the judge is cut to this")
     queue_size: int = Field(1000, gt=0, description="sampled turns waiting for evaluation; more are dropped and counted")
     max_queue_bytes: int = Field(
@@ -105,6 +111,20 @@ class EvaluationConfig(_Section):
     @classmethod
     def _default_level(cls, value: object) -> int:
         return parse_severity_level(value)
+
+    @field_validator("refused_severity", mode="before")
+    @classmethod
+    def _refused_level(cls, value: object) -> int | None:
+        return None if value is None else parse_severity_level(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_keys(cls, data: object) -> object:
+        if isinstance(data, dict) and "combine_safety" in data:
+            raise ValueError(
+                "combine_safety was removed (CHANGELOG 2026-11-28): the safety severities are always judged "
+                "in their own call; delete the key (combine_metrics still groups the quality rubrics)")
+        return data
 
     @model_validator(mode="after")
     def _known_metrics(self) -> "EvaluationConfig":

@@ -4,14 +4,18 @@ A metric declares the inputs it needs and the ones it uses when present; :func:`
 :class:`Turn` into data blocks or a :class:`Missing` reason. Context is the documents' text, or
 the system prompt when no document carries text (apps that ground in a long system prompt);
 ``context_source`` records which, because the two mean different things on a dashboard.
-Long texts are cut to a per-input budget: the judge bill grows with every character sent.
+Long texts are cut to a per-input budget: the judge bill grows with every character sent. The
+context budget is shared across the documents (:func:`share_budget`): each gets an equal share,
+and what a short document leaves unused goes to the longer ones, so a claim drawn from the last
+document is still in view (cutting the joined text would drop the later documents first and make
+their claims read as unsupported).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Collection, Mapping
+from typing import Collection, Mapping, Sequence
 
 from monitor.evaluation.prompting import DataBlock
 from monitor.model import Turn
@@ -26,6 +30,7 @@ __all__ = [
     "MAX_DOCUMENTS",
     "gather",
     "clip",
+    "share_budget",
     "DEFAULT_MAX_CONTEXT_CHARS",
 ]
 
@@ -68,6 +73,31 @@ def clip(text: str, max_chars: int) -> tuple[str, bool]:
     if len(text) <= max_chars:
         return text, False
     return text[:max_chars] + " […]", True
+
+
+def share_budget(lengths: Sequence[int], budget: int) -> list[int]:
+    """Characters each text may keep so that together they fit ``budget``: equal shares, the
+    share a short text does not need handed on to the longer ones (water-filling)."""
+    allowed = [0] * len(lengths)
+    left, pending = budget, sorted(range(len(lengths)), key=lambda i: lengths[i])
+    while pending:
+        share = left // len(pending)
+        index = pending[0]
+        if lengths[index] > share:
+            for i in pending:
+                allowed[i] = share
+            return allowed
+        allowed[index] = lengths[index]
+        left -= lengths[index]
+        pending.pop(0)
+    return allowed
+
+
+def _budgeted_documents(texts: Sequence[str], budget: int) -> tuple[str, bool]:
+    """The documents joined, each cut to its share of ``budget``; whether any was cut."""
+    allowed = share_budget([len(t) for t in texts], budget)
+    parts = [clip(t, n) for t, n in zip(texts, allowed)]
+    return "\n\n".join(p for p, _ in parts), any(cut for _, cut in parts)
 
 
 def document_texts(turn: Turn) -> tuple[str, ...]:
@@ -127,17 +157,17 @@ def gather(
     for name in Input:
         if name not in required and name not in optional:
             continue
-        if name is Input.CONTEXT:
-            resolved = resolve_context(turn)
-            text = resolved[0] if resolved else None
-            limit = max_context_chars
-        else:
-            text, limit = _raw(turn, name), _MAX_TEXT_CHARS
-        if text is None or not text.strip():
+        resolved = resolve_context(turn) if name is Input.CONTEXT else None
+        raw = resolved[0] if resolved else (None if name is Input.CONTEXT else _raw(turn, name))
+        if raw is None or not raw.strip():
             if name in required:
                 return Missing(_MISSING_REASON[name])
             continue
-        text, cut = clip(text, limit)
+        if resolved is not None and resolved[1] == "documents":
+            # Each document cut to its share of the budget: never re-cut the joined text.
+            text, cut = _budgeted_documents(document_texts(turn), max_context_chars)
+        else:
+            text, cut = clip(raw, max_context_chars if name is Input.CONTEXT else _MAX_TEXT_CHARS)
         if name is Input.CONTEXT and resolved is not None:
             details["context_source"] = resolved[1]
         if cut:
@@ -150,7 +180,7 @@ MAX_DOCUMENTS = 20
 
 
 def document_blocks(turn: Turn, max_context_chars: int) -> tuple[tuple[DataBlock, ...], dict[str, object]] | Missing:
-    """One block per document with text (``doc1``…), the budget split evenly between them.
+    """One block per document with text (``doc1``…), the budget shared between them (:func:`share_budget`).
 
     At most :data:`MAX_DOCUMENTS` are sent; ``details`` records how many were judged.
     """
@@ -159,10 +189,10 @@ def document_blocks(turn: Turn, max_context_chars: int) -> tuple[tuple[DataBlock
         reason = "documents carry no text" if turn.documents else "no documents"
         return Missing(reason)
     judged = texts[:MAX_DOCUMENTS]
-    per_doc = max(300, max_context_chars // len(judged))
+    allowed = share_budget([len(t) for t in judged], max_context_chars)
     blocks, cut_any = [], False
-    for n, text in enumerate(judged, start=1):
-        clipped, cut = clip(text, per_doc)
+    for n, (text, limit) in enumerate(zip(judged, allowed), start=1):
+        clipped, cut = clip(text, limit)
         cut_any = cut_any or cut
         blocks.append(DataBlock(f"doc{n}", clipped))
     details: dict[str, object] = {"documents": len(texts), "documents_judged": len(judged)}

@@ -16,10 +16,12 @@ Layout of every request, chosen for cost and for injection resistance:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from monitor.judge.replies import ReplyShape
 from monitor.judge.types import JudgeRequest, R
@@ -33,6 +35,7 @@ __all__ = [
     "system_prompt",
     "build_request",
     "schema_name",
+    "prompt_version",
 ]
 
 # Appended to every metric's system prompt. Short on purpose: it is paid on every call.
@@ -78,6 +81,19 @@ def render_blocks(blocks: Sequence[DataBlock], nonce: str) -> str:
 def system_prompt(*sections: str) -> str:
     """Join a metric's fixed instruction sections and append :data:`DATA_RULE`."""
     return "\n".join(s.strip() for s in (*sections, DATA_RULE) if s.strip())
+
+
+def prompt_version(*parts: str | Mapping[str, Any]) -> str:
+    """A short hash of a metric's prompt template: the fixed instruction texts and reply schemas
+    that shape its verdict (never the per-turn data). Stored as ``Score.details["prompt_version"]``
+    so a calibration set, a dashboard or a stored score can tell which wording produced a value;
+    it changes when, and only when, the metric's own template does."""
+    digest = hashlib.sha256()
+    for part in parts:
+        text = part if isinstance(part, str) else json.dumps(part, sort_keys=True, separators=(",", ":"))
+        digest.update(text.encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()[:12]
 
 
 def schema_name(name: str) -> str:

@@ -9,8 +9,9 @@ builds one on first use and never changes it afterwards.
 Three ways a spec becomes an evaluator:
 
 * ``build`` — one evaluator for the metric;
-* ``group`` — metrics judged in one call (Tonic's per-chunk judgements always; the rubric
-  metrics when ``combine_metrics`` is on) are built together by the group's builder;
+* ``group`` — metrics judged in one call (Tonic's per-chunk judgements always; with
+  ``combine_metrics`` the rubric metrics in one call and the severities in another) are built
+  together by the group's builder;
 * ``wrap`` — a derived metric (``overall_score``) wraps the evaluators of the metrics it is
   computed from.
 """
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Seq
 
 from monitor.evaluation.inputs import DEFAULT_MAX_CONTEXT_CHARS
 from monitor.evaluation.scoring import Scale
-from monitor.evaluation.severity import DEFAULT_SEVERITY_LEVEL
+from monitor.evaluation.severity import DEFAULT_SEVERITY_LEVEL, parse_severity_level
 from monitor.interfaces import Evaluator
 from monitor.judge.types import Judge
 
@@ -75,7 +76,8 @@ class BuildContext:
     options: Mapping[str, MetricOptions] = field(default_factory=dict)
     max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS
     combine_metrics: bool = False
-    combine_safety: bool = False
+    refused_severity: int | None = None
+    """``evaluation.refused_severity``: count a refused or filtered severity call at this severity."""
 
     def require_judge(self) -> Judge:
         """The judge; builders of judge-tier metrics call this."""
@@ -280,6 +282,7 @@ def build_evaluators(
         options=options,
         max_context_chars=config.max_context_chars,
         combine_metrics=config.combine_metrics,
-        combine_safety=config.combine_safety,
+        refused_severity=(None if config.refused_severity is None
+                          else parse_severity_level(config.refused_severity)),  # validated: an int already
     )
     return registry.build(ctx, list(options)) + service_built

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from monitor.evaluation.inputs import Gathered, Input, Missing, gather
 from monitor.evaluation.judging import Failure, ask
-from monitor.evaluation.prompting import build_request, schema_name, system_prompt
+from monitor.evaluation.prompting import build_request, prompt_version, schema_name, system_prompt
 from monitor.evaluation.scoring import graded, skipped
 from monitor.judge.replies import Reason, ReplyModel, ReplyShape, whole_number
 from monitor.judge.types import Judge
@@ -30,20 +30,24 @@ DEFAULT_RUBRIC_THRESHOLD = 3.0
 
 @dataclass(frozen=True, slots=True)
 class RubricDefinition:
-    """What a rubric metric judges (``criterion``), its score anchors, its inputs, and whether it
-    can join the combined call."""
+    """What a rubric metric judges (``criterion``), one anchor per score (``anchors[0]`` is 1,
+    ``anchors[4]`` is 5), its inputs, and whether it can join the combined call."""
 
     metric_id: str
     summary: str
     criterion: str
-    anchors: str
+    anchors: tuple[str, str, str, str, str]
     required: tuple[Input, ...]
     optional: tuple[Input, ...] = ()
     combinable: bool = True
 
+    def scale_text(self) -> str:
+        """Every score with its anchor, best first."""
+        return "; ".join(f"{n} = {self.anchors[n - 1]}" for n in range(5, 0, -1)) + "."
+
     def line(self) -> str:
-        """One line for a combined prompt."""
-        return f"- {self.metric_id} (integer 1-5): {self.criterion} {self.anchors}"
+        """This metric's section of a combined prompt."""
+        return f"- {self.metric_id} (integer 1-5): {self.criterion} {self.scale_text()}"
 
 
 class RubricReply(ReplyModel):
@@ -64,7 +68,7 @@ def rubric_system_prompt(definition: RubricDefinition) -> str:
     return system_prompt(
         "You grade one aspect of an AI assistant's answer.",
         f"{definition.metric_id}: {definition.criterion}",
-        f"Integer score 1-5. {definition.anchors}",
+        f"Integer score 1-5. {definition.scale_text()}",
         "Keys: reason (at most 25 words), score.",
     )
 
@@ -82,6 +86,7 @@ class RubricEvaluator:
         self._max_context_chars = max_context_chars
         self._system = rubric_system_prompt(definition)
         self._reply = rubric_reply(definition.metric_id)
+        self.prompt_versions = {definition.metric_id: prompt_version(self._system, self._reply.json_schema)}
 
     def prepare(self, turn: Turn) -> Gathered | Missing:
         """The data blocks for ``turn`` (or why the metric is skipped)."""
@@ -96,8 +101,9 @@ class RubricEvaluator:
             return [skipped(metric, RUBRIC_SCALE, gathered.reason)]
         request = build_request(metric, self._system, gathered.blocks, self._reply)
         reply = await ask(self._judge, request)
+        details = {**gathered.details, "prompt_version": self.prompt_versions[metric]}
         if isinstance(reply, Failure):
-            return [reply.score(metric, RUBRIC_SCALE, gathered.details)]
+            return [reply.score(metric, RUBRIC_SCALE, details)]
         value = reply.value
         return [graded(metric, value.score, RUBRIC_SCALE, value.score < self._threshold, reason=value.reason,
-                       usage=reply.usage, details=gathered.details)]
+                       usage=reply.usage, details=details)]

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from monitor.model import JudgeUsage, Score, ScoreStatus
 
-__all__ = ["skipped", "failed", "graded", "Scale"]
+__all__ = ["skipped", "failed", "refused", "graded", "Scale"]
 
 Scale = tuple[float, float]
 
@@ -31,6 +31,28 @@ def failed(
         scale,
         status=ScoreStatus.ERROR,
         error_type=error_type,
+        reason=message,
+        usage=usage or JudgeUsage(),
+        details=dict(details or {}),
+    )
+
+
+def refused(
+    metric: str,
+    scale: Scale,
+    message: str,
+    usage: JudgeUsage | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> Score:
+    """The judge refused, or a content filter blocked the call that carried ``metric``:
+    ``unscored_refused``, no value, not an error (``error_type`` says ``refused`` for readers
+    that only look at it)."""
+    return Score(
+        metric,
+        None,
+        scale,
+        status=ScoreStatus.REFUSED,
+        error_type="refused",
         reason=message,
         usage=usage or JudgeUsage(),
         details=dict(details or {}),

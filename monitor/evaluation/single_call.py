@@ -12,7 +12,7 @@ from typing import Any, Callable, Generic, Sequence
 
 from monitor.evaluation.inputs import Input, Missing, gather
 from monitor.evaluation.judging import Failure, ask
-from monitor.evaluation.prompting import build_request
+from monitor.evaluation.prompting import build_request, prompt_version
 from monitor.evaluation.scoring import Scale, skipped
 from monitor.judge.replies import ReplyShape
 from monitor.judge.types import Judge, R
@@ -44,6 +44,7 @@ class SingleCallEvaluator(Generic[R]):
         self.metric_ids: tuple[str, ...] = (metric.metric_id,)
         self._judge = judge
         self._max_context_chars = max_context_chars
+        self.prompt_versions = {metric.metric_id: prompt_version(metric.system, metric.reply.json_schema)}
 
     async def evaluate(self, turn: Turn) -> Sequence[Score]:
         """One judge call; a skipped, error or graded Score."""
@@ -53,7 +54,8 @@ class SingleCallEvaluator(Generic[R]):
             return [skipped(m.metric_id, m.scale, gathered.reason)]
         request = build_request(m.metric_id, m.system, gathered.blocks, m.reply,
                                 max_output_tokens=m.max_output_tokens)
+        details = {**gathered.details, "prompt_version": self.prompt_versions[m.metric_id]}
         reply = await ask(self._judge, request)
         if isinstance(reply, Failure):
-            return [reply.score(m.metric_id, m.scale, gathered.details)]
-        return [m.to_score(reply.value, reply.usage, dict(gathered.details))]
+            return [reply.score(m.metric_id, m.scale, details)]
+        return [m.to_score(reply.value, reply.usage, details)]

@@ -391,13 +391,18 @@ class JudgeClient:
 
     def _parse(self, call: _Call, reply: ChatReply) -> JudgeReply[Any]:
         """Exactly one JSON object that validates against the request's reply declaration, or
-        ``parse_error``/``out_of_range`` (the breaker already counted the server as working)."""
+        ``refused`` (a refusal or a content filter), or ``parse_error``/``out_of_range`` (the
+        breaker already counted the server as working). Free text that fails the schema is a
+        ``parse_error``, never ``refused``: only the provider's own signals count as a refusal."""
         if reply.refusal:
-            raise JudgeError("parse_error", "judge refused to answer")
-        if reply.finish_reason in ("length", "content_filter"):
+            # The judge declined to grade: an answer about the text, not a malformed reply.
+            raise JudgeError("refused", f"judge refused: {reply.refusal[:200]}")
+        if reply.finish_reason == "content_filter":
+            raise JudgeError("refused", "the judge provider's content filter blocked the reply (content_filter)")
+        if reply.finish_reason == "length":
             hint = (" (reasoning models spend judge.reasoning_extra_output_tokens before answering)"
-                    if reply.finish_reason == "length" and self._shaper.reasoning else "")
-            raise JudgeError("parse_error", f"judge reply cut short ({reply.finish_reason}){hint}")
+                    if self._shaper.reasoning else "")
+            raise JudgeError("parse_error", f"judge reply cut short (length){hint}")
         data = extract_json_object(reply.content)
         value = call.request.reply.validate(data)
         return JudgeReply(value=value, data=data, usage=call.usage(self._clock.now()), raw_text=reply.content or "")

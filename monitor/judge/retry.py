@@ -12,7 +12,8 @@ Errors are classified once, here, into a ``JUDGE_OUTCOMES`` value and three verd
 * ``reached`` — whether the request may have reached the server, so its budget reservation is
   kept (only a refused connection or a failed name lookup certainly did not).
 
-A 400/422 that names the ``response_format`` is flagged so the client can fall back to a simpler
+A 400 whose error code is ``content_filter`` (Azure OpenAI's content filter on the prompt) is
+``refused``: not retried, not an outage. A 400/422 that names the ``response_format`` is flagged so the client can fall back to a simpler
 structured-output mode; one that rejects ``max_tokens``/``temperature`` (what OpenAI answers a
 reasoning model sent the classic parameters) is flagged so it can switch to reasoning parameters.
 
@@ -87,11 +88,24 @@ def _classify_status(exc: openai.APIStatusError) -> AttemptFailure:
     if code not in (400, 422):
         return AttemptFailure("request_rejected", message, False)
     error = _error_object(exc.body)
+    if code == 400 and _content_filtered(error):
+        # Azure OpenAI answers a prompt its content filter blocks with 400 code content_filter:
+        # the server works and will say the same again, so neither retried nor an outage.
+        return AttemptFailure("refused", f"judge provider's content filter blocked the prompt: {_short(exc.message)}",
+                              False)
     text = f"{exc.message} {exc.body}".lower()
     return AttemptFailure(
         "request_rejected", message, False,
         format_rejected=any(word in text for word in _FORMAT_WORDS),
         params_rejected=(error.get("param") in _REASONING_PARAMS or "max_completion_tokens" in text))
+
+
+def _content_filtered(error: Mapping[str, Any]) -> bool:
+    """Azure's content-filter rejection: ``error.code`` ``content_filter`` (its inner error
+    ``ResponsibleAIPolicyViolation``)."""
+    inner = error.get("innererror")
+    inner_code = inner.get("code") if isinstance(inner, Mapping) else None
+    return error.get("code") == "content_filter" or inner_code == "ResponsibleAIPolicyViolation"
 
 
 def _error_object(body: object) -> Mapping[str, Any]:

@@ -4,7 +4,8 @@ The client reports through :class:`JudgeTelemetry`; the Prometheus/OTLP exporter
 later (this module imports neither). Counting rules:
 
 * ``call_finished`` — once per :meth:`Judge.complete_json` call with its final outcome (one of
-  ``JUDGE_OUTCOMES``) and its wall time including retries and waits. This feeds
+  ``JUDGE_OUTCOMES``; ``refused`` for a refusal or a content filter, which is not an error) and
+  its wall time including retries and waits. This feeds
   ``rag_monitor_judge_requests_total{outcome}`` and ``…_request_duration_seconds``.
 * ``reply_rejected`` — no longer reported: the client validates each reply against its
   declaration before it counts the call, so ``call_finished`` already carries ``parse_error`` /
@@ -15,8 +16,9 @@ later (this module imports neither). Counting rules:
   retries are visible without inflating the per-call counter.
 * ``tokens`` — prompt/completion tokens per metric and per kind of call, from the server's usage
   (estimated when the server sends none). ``call`` is one of :data:`TOKEN_CALLS`: ``single`` (a
-  call for one metric), ``combined_rubrics`` (the rubric/severity metrics of
-  ``evaluation.combine_metrics``), ``tonic`` (the Tonic metric set of a turn) or
+  call for one metric), ``combined_rubrics`` (the quality rubrics of
+  ``evaluation.combine_metrics``), ``safety`` (the four severities, judged together in their own
+  call under ``combine_metrics``), ``tonic`` (the Tonic metric set of a turn) or
   ``rate_limit_probe`` (the storm probe, ``metric`` empty). A shared call reports its tokens split
   evenly across the metrics it answers for (remainders to the first), so ``metric`` is always a
   real metric id and the per-metric series sum to what the call cost.
@@ -37,7 +39,7 @@ from monitor.telemetry import CountingTelemetry, Instrument, NullTelemetry, Tele
 
 __all__ = ["TOKEN_CALLS", "JudgeTelemetry", "NullJudgeTelemetry", "RecordingJudgeTelemetry", "TeeJudgeTelemetry"]
 
-TOKEN_CALLS = ("single", "combined_rubrics", "tonic", "rate_limit_probe")
+TOKEN_CALLS = ("single", "combined_rubrics", "safety", "tonic", "rate_limit_probe")
 """Values of the ``call`` label of ``rag_monitor_judge_tokens_total``."""
 
 

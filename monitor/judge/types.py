@@ -27,8 +27,13 @@ __all__ = ["JUDGE_OUTCOMES", "JudgeRequest", "JudgeReply", "JudgeError", "Judge"
 # values are the ones the metric uses. ``auth_error`` (401/403), ``not_found``
 # (404: wrong base_url, model or deployment) and ``request_rejected`` (any other permanent 4xx) are
 # configuration mistakes, kept apart from ``server_error`` so they do not read as an outage.
+# ``refused`` is the judge declining to grade (``message.refusal``) or its provider's content
+# filter blocking the prompt or the reply (``finish_reason: content_filter``, or Azure's HTTP 400
+# with error code ``content_filter``): an answer about the text, not a failure of the judge, so
+# the judge-error alert does not count it and the metrics of the call record ``unscored_refused``.
 JUDGE_OUTCOMES = (
     "ok",
+    "refused",
     "parse_error",
     "out_of_range",
     "timeout",

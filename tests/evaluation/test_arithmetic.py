@@ -29,11 +29,13 @@ def test_retrieval_score_arithmetic(answered: list[bool], fraction: float, value
 
 
 async def test_retrieval_score_details_keep_the_fraction() -> None:
-    reply = {"intents": [{"intent": "a", "answered": True, "docs": [1, 2]}, {"intent": "b", "answered": False, "docs": []}]}
+    reply = {"reason": "half covered",
+             "intents": [{"intent": "a", "answered": True, "docs": [1, 2]}, {"intent": "b", "answered": False, "docs": []}]}
     judge = FakeJudge({"retrieval_score": reply})
     (evaluator,) = build_evaluators(EvaluationConfig(metrics=["retrieval_score"]), judge)
     (score,) = await evaluator.evaluate(rag_turn())
     assert score.value == pytest.approx(2.0) and score.defect is True
+    assert score.reason == "half covered"
     assert score.details["fraction"] == 0.5 and score.details["fraction_squared"] == 0.25
     assert "<doc2>" in judge.requests[0].user and "<history>" in judge.requests[0].user
 
@@ -50,7 +52,7 @@ def test_tonic_chunk_aggregates() -> None:
 
 
 async def test_augmentation_precision_undefined_is_skipped() -> None:
-    reply = {"relevant": [False, False], "used": [True, False]}
+    reply = {"documents": [{"n": 1, "relevant": False, "used": True}, {"n": 2, "relevant": False, "used": False}]}
     judge = FakeJudge({"tonic": reply})
     (evaluator,) = build_evaluators(EvaluationConfig(metrics=["retrieval_precision", "augmentation_precision"]), judge)
     scores = {s.metric: s for s in await evaluator.evaluate(rag_turn())}
@@ -61,6 +63,7 @@ async def test_augmentation_precision_undefined_is_skipped() -> None:
 
 def test_answer_consistency_fraction() -> None:
     assert consistency((Point("a", True), Point("b", False), Point("c", True), Point("d", True))) == 0.75
+    assert consistency(()) is None  # no main point (a refusal): undefined, skipped
 
 
 def test_overall_value_is_the_mean_of_computed_metrics() -> None:
@@ -79,7 +82,8 @@ def test_overall_value_is_the_mean_of_computed_metrics() -> None:
 
 
 async def test_overall_score_wraps_configured_tonic_metrics() -> None:
-    judge = FakeJudge({"tonic": {"similarity": 5, "outside": True}})
+    judge = FakeJudge({"tonic": {"similarity_reason": "same", "similarity": 5,
+                                 "outside_reason": "adds a date", "outside": True}})
     config = EvaluationConfig(metrics=["f1_score", "answer_similarity", "answer_consistency_binary", "overall_score"])
     built = build_evaluators(config, judge)
     wrapper = next(e for e in built if isinstance(e, OverallScoreEvaluator))

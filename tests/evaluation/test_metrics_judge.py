@@ -16,18 +16,40 @@ from tests.evaluation.fakes import USAGE, FakeJudge, rag_turn
 R = "short reason"
 
 
-def _tonic_reply(**parts: Any) -> Any:
-    """A Tonic-set reply builder that keeps only the judgements the request asked for."""
+def _documents(relevant: list[bool] | None = None, used: list[bool] | None = None) -> Any:
+    """The ``documents`` reply part for the judgements the request asked for."""
 
-    def build(request: Any) -> dict[str, Any]:
-        return {k: v for k, v in parts.items() if k in request.json_schema["properties"]}
+    def build(request: Any) -> list[dict[str, Any]]:
+        keys = request.json_schema["properties"]["documents"]["items"]["properties"]
+        flags = {"relevant": relevant, "used": used}
+        count = len(relevant or used or [])
+        return [{"n": n, **{k: flags[k][n - 1] for k in ("relevant", "used") if k in keys}}  # type: ignore[index]
+                for n in range(1, count + 1)]
 
     return build
 
 
-TONIC_OK = _tonic_reply(similarity=4.5, relevant=[True, False], used=[True, False],
-                        points=[{"point": "Alpine Explorer is most waterproof", "supported": True}],
-                        outside=True)
+def _renumbered(documents: Any, numbers: dict[int, int]) -> Any:
+    def build(request: Any) -> list[dict[str, Any]]:
+        return [{**d, "n": numbers.get(d["n"], d["n"])} for d in documents(request)]
+
+    return build
+
+
+def _tonic(**parts: Any) -> Any:
+    """A Tonic-set reply builder that keeps only the judgements the request asked for."""
+
+    def build(request: Any) -> dict[str, Any]:
+        wanted = request.json_schema["properties"]
+        return {k: (v(request) if callable(v) else v) for k, v in parts.items() if k in wanted}
+
+    return build
+
+
+TONIC_OK = _tonic(similarity_reason="same fact", similarity=4.5,
+                  documents=_documents([True, False], [True, False]),
+                  points=[{"point": "Alpine Explorer is most waterproof", "supported": True}],
+                  outside_reason="adds a claim", outside=True)
 
 # metric id -> (call id, good reply, expected value, expected label or None)
 GOOD: dict[str, tuple[str, Any, float, str | None]] = {
@@ -38,7 +60,7 @@ GOOD: dict[str, tuple[str, Any, float, str | None]] = {
     "similarity": ("similarity", {"reason": R, "score": 4}, 4.0, None),
     "retrieval_score": (
         "retrieval_score",
-        {"intents": [{"intent": "most waterproof tent", "answered": True, "docs": [1]}]},
+        {"reason": R, "intents": [{"intent": "most waterproof tent", "answered": True, "docs": [1]}]},
         5.0,
         None,
     ),
@@ -88,32 +110,39 @@ BAD: dict[str, list[tuple[Any, str]]] = {
         ({"reason": R, "score": 0.5, "extra": 1}, "parse_error"),
     ],
     "answer_similarity": [
-        ({"similarity": 5.5}, "out_of_range"),
-        ({"similarity": "4"}, "parse_error"),
-        ({"similarity": float("nan")}, "out_of_range"),
-        ({"similarity": 4, "reason": R}, "parse_error"),
+        ({"similarity_reason": R, "similarity": 5.5}, "out_of_range"),
+        ({"similarity_reason": R, "similarity": "4"}, "parse_error"),
+        ({"similarity_reason": R, "similarity": float("nan")}, "out_of_range"),
+        ({"similarity": 4}, "parse_error"),
+        ({"similarity_reason": R, "similarity": 4, "reason": R}, "parse_error"),
     ],
     "retrieval_score": [
-        ({"intents": []}, "out_of_range"),
-        ({"intents": [{"intent": "x", "answered": True, "docs": [3]}]}, "out_of_range"),
-        ({"intents": [{"intent": "x", "answered": "yes", "docs": [1]}]}, "parse_error"),
-        ({"intents": [{"intent": "x", "answered": True}]}, "parse_error"),
-        ({"intents": [{"intent": "x", "answered": True, "docs": [1]}], "score": 5}, "parse_error"),
+        ({"reason": R, "intents": [{"intent": "x", "answered": True, "docs": [3]}]}, "out_of_range"),
+        ({"reason": R, "intents": [{"intent": "x", "answered": "yes", "docs": [1]}]}, "parse_error"),
+        ({"reason": R, "intents": [{"intent": "x", "answered": True}]}, "parse_error"),
+        ({"reason": R, "intents": [{"intent": "x", "answered": True, "docs": [1]}], "score": 5}, "parse_error"),
+        ({"intents": [{"intent": "x", "answered": True, "docs": [1]}]}, "parse_error"),
+        # The cited documents must agree with the verdict.
+        ({"reason": R, "intents": [{"intent": "x", "answered": True, "docs": []}]}, "parse_error"),
+        ({"reason": R, "intents": [{"intent": "x", "answered": False, "docs": [2]}]}, "parse_error"),
     ],
     "chunks": [
-        (_tonic_reply(relevant=[True], used=[True]), "out_of_range"),  # two chunks were sent
-        (_tonic_reply(relevant=[True, True, False], used=[True, True, True]), "out_of_range"),
-        (_tonic_reply(relevant=[1, 0], used=[1, 0]), "parse_error"),
-        (_tonic_reply(relevant=["yes", "no"], used=["yes", "no"]), "parse_error"),
-        ({"chunks": [{"n": 1, "relevant": True, "used": True}]}, "parse_error"),
+        (_tonic(documents=_documents([True], [True])), "out_of_range"),  # two chunks were sent
+        (_tonic(documents=_documents([True, True, False], [True, True, True])), "out_of_range"),
+        (_tonic(documents=[{"n": 1, "relevant": True, "used": True}, {"n": 1, "relevant": False, "used": False}]),
+         "parse_error"),  # the same document twice: mapped by number, never by position
+        (_tonic(documents=_renumbered(_documents([True, False], [True, False]), {2: 3})), "out_of_range"),
+        (_tonic(documents=_documents([1, 0], [1, 0])), "parse_error"),  # type: ignore[list-item]
+        ({"relevant": [True, False], "used": [True, False]}, "parse_error"),  # the old positional lists
     ],
     "answer_consistency": [
-        ({"points": []}, "out_of_range"),
         ({"points": [{"point": "x", "supported": "true"}]}, "parse_error"),
         ({"points": [{"point": "x"}]}, "parse_error"),
+        ({"points": [{"point": str(i), "supported": True} for i in range(11)]}, "out_of_range"),
     ],
     "answer_consistency_binary": [
-        ({"outside": 0}, "parse_error"),
+        ({"outside_reason": R, "outside": 0}, "parse_error"),
+        ({"outside": True}, "parse_error"),
         ({}, "parse_error"),
     ],
 }
@@ -193,7 +222,7 @@ MISSING = {
     "sexual": dict(answer=""),
     "violence": dict(answer=""),
     "self_harm": dict(answer=""),
-    "jailbreak": dict(question=""),
+    "jailbreak": dict(system_prompt=None),
     "answer_relevance": dict(question=""),
     "answer_similarity": dict(ground_truth=""),
     "retrieval_precision": dict(documents=()),
@@ -251,3 +280,65 @@ async def test_jailbreak_details_carry_attempt_flag() -> None:
     assert score.value == 1.0 and score.defect is True
     assert score.details["jailbreak_attempt"] is True and score.details["system_prompt_given"] is True
     assert "<system_prompt>" in judge.requests[0].user
+
+
+@pytest.mark.parametrize("metric", sorted(GOOD))
+async def test_every_score_carries_its_own_reason_and_prompt_version(metric: str) -> None:
+    call, reply, _, _ = GOOD[metric]
+    score = await _evaluate(metric, FakeJudge({call: reply}))
+    assert score.reason and isinstance(score.reason, str), metric
+    assert len(score.details["prompt_version"]) == 12
+
+
+@pytest.mark.parametrize("metric", sorted(GOOD))
+async def test_a_refusal_is_unscored_refused_not_an_error(metric: str) -> None:
+    call = GOOD[metric][0]
+    judge = FakeJudge({call: JudgeError("refused", "judge refused: I can't help with that")})
+    score = await _evaluate(metric, judge)
+    assert (score.status, score.outcome, score.value, score.error_type) == (
+        "unscored_refused", "unscored_refused", None, "refused")
+
+
+async def test_retrieval_score_skips_a_greeting_with_the_judges_reason() -> None:
+    judge = FakeJudge({"retrieval_score": {"reason": "a greeting asks for nothing", "intents": []}})
+    score = await _evaluate("retrieval_score", judge, question="Hi there!")
+    assert score.status == "skipped" and "a greeting asks for nothing" in (score.reason or "")
+
+
+async def test_answer_consistency_skips_an_answer_without_main_points() -> None:
+    judge = FakeJudge({"tonic": {"points": []}})
+    score = await _evaluate("answer_consistency", judge, answer="Sorry, I cannot help with that.")
+    assert score.status == "skipped" and "no main point" in (score.reason or "")
+
+
+async def test_tonic_documents_map_by_number_not_position() -> None:
+    reply = _tonic(documents=[{"n": 2, "relevant": False, "used": False}, {"n": 1, "relevant": True, "used": True}])
+    config = EvaluationConfig(metrics=["retrieval_precision", "augmentation_accuracy", "augmentation_precision"])
+    (evaluator,) = build_evaluators(config, FakeJudge({"tonic": reply}))
+    scores = {s.metric: s for s in await evaluator.evaluate(rag_turn())}
+    assert scores["retrieval_precision"].details["chunks"] == [{"relevant": True, "used": True},
+                                                               {"relevant": False, "used": False}]
+    assert scores["retrieval_precision"].reason == "relevant: doc1; relevant and used: doc1" or \
+        scores["retrieval_precision"].reason == "relevant to the question: doc1 (of 2)"
+    assert scores["augmentation_accuracy"].reason == "used in the answer: doc1 (of 2)"
+    assert scores["augmentation_precision"].value == 1.0
+
+
+async def test_tonic_relevance_is_read_before_the_answer() -> None:
+    judge = FakeJudge({"tonic": TONIC_OK})
+    await _evaluate("retrieval_precision", judge)
+    user = judge.requests[0].user
+    assert user.index("<question>") < user.index("<doc1>") < user.index("<doc2>")
+    assert "<answer>" not in user  # retrieval_precision alone never shows the answer
+    judge = FakeJudge({"tonic": TONIC_OK})
+    await _evaluate("augmentation_precision", judge)
+    user = judge.requests[0].user
+    assert user.index("<doc2>") < user.index("<answer>")
+
+
+async def test_jailbreak_needs_a_system_prompt() -> None:
+    judge = FakeJudge({})
+    score = await _evaluate("jailbreak", judge, system_prompt=None)
+    assert score.status == "skipped" and "no system prompt" in (score.reason or "")
+    assert score.details["jailbreak_attempt"] is False
+    assert judge.requests == []

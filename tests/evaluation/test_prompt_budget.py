@@ -4,8 +4,9 @@ Tokens are estimated as characters / 4 over system + user + reply schema, on the
 example row. Budgets: Azure metrics at most half of azure-ai-evaluation's per-row prompt
 (≈2,100 tokens; retrieval ≈4,300), Opik's answer_relevance at most half of its ≈1,500, and the
 Tonic set's one call at most half of what tonic-validate sends for the six metrics on this row
-split evenly: the cheapest of them, answer_similarity, costs it 132 tokens, so six metrics ×
-66 = 396 (benchmarks/README-judge.md).
+(1,127 tokens in 8 calls, measured; benchmarks/README-judge.md). Until issue 28 the Tonic budget
+was six times half of tonic-validate's cheapest metric (396): the per-document objects with their
+numbers, the two judge reasons and the definitions of "used" and "supported" cost 135 more.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from monitor.evaluation.combined import COMBINED_CALL_ID
+from monitor.evaluation.safety import SAFETY_CALL_ID
 from monitor.evaluation.config import EvaluationConfig
 from monitor.evaluation.registry import build_evaluators
 from monitor.judge.types import JudgeError, JudgeReply, JudgeRequest
@@ -27,10 +29,11 @@ BUDGET = {
     **{m: 1050 for m in AZURE},
     "retrieval_score": 2150,
     "answer_relevance": 750,
-    # All six Tonic metrics in one call, its tokens split evenly: each share <= 0.5 x tonic's cheapest.
-    "tonic": 396,
-    # Eight metrics in one call: compare with 8 × 1,050.
-    COMBINED_CALL_ID: 1200,
+    # All six Tonic metrics in one call: <= 0.5 x tonic-validate's 1,127 tokens for the six.
+    "tonic": 563,
+    # Four quality rubrics in one call, four severities in another: compare with 4 × 1,050 each.
+    COMBINED_CALL_ID: 1050,
+    SAFETY_CALL_ID: 1050,
 }
 
 
@@ -50,7 +53,7 @@ def estimate_tokens(request: JudgeRequest[Any]) -> int:
 
 async def _requests(metrics: list[str], combine: bool) -> list[JudgeRequest[Any]]:
     judge = RecordingJudge()
-    config = EvaluationConfig(metrics=metrics, combine_metrics=combine, combine_safety=True)
+    config = EvaluationConfig(metrics=metrics, combine_metrics=combine)
     for evaluator in build_evaluators(config, judge):
         await evaluator.evaluate(rag_turn())
     return judge.requests
@@ -60,7 +63,8 @@ async def test_prompt_sizes_within_budget() -> None:
     metrics = [*AZURE, "retrieval_score", "answer_relevance", "answer_similarity", "retrieval_precision",
                "augmentation_accuracy", "augmentation_precision", "answer_consistency", "answer_consistency_binary"]
     requests = await _requests(metrics, combine=False)
-    requests += [r for r in await _requests(AZURE[:4] + AZURE[5:9], combine=True) if r.metric == COMBINED_CALL_ID]
+    requests += [r for r in await _requests(AZURE[:4] + AZURE[5:9], combine=True)
+                 if r.metric in (COMBINED_CALL_ID, SAFETY_CALL_ID)]
     sizes = {r.metric: estimate_tokens(r) for r in requests}
     assert set(sizes) == set(BUDGET)
     over = {m: (s, BUDGET[m]) for m, s in sizes.items() if s > BUDGET[m]}

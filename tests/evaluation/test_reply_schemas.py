@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from monitor.evaluation.combined import combined_reply
+from monitor.evaluation.combined import per_metric_reply
 from monitor.evaluation.metrics import answer_relevance, jailbreak
 from monitor.evaluation.metrics._tonic_set import tonic_reply
 from monitor.evaluation.metrics.retrieval_score import intents_reply
@@ -23,7 +23,8 @@ KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "
 SHAPES: dict[str, ReplyShape[Any]] = {
     "rubric": rubric_reply("groundedness"),
     "severity": severity_reply("violence"),
-    "combined": combined_reply((("groundedness", 1, 5), ("violence", 0, 7))),
+    "combined": per_metric_reply("combined_rubrics", (("groundedness", 1, 5), ("relevance", 1, 5))),
+    "safety": per_metric_reply("safety", (("violence", 0, 7), ("sexual", 0, 7))),
     "retrieval_score": intents_reply(3),
     "tonic": tonic_reply(("similarity", "relevant", "used", "points", "outside"), 3),
     "answer_relevance": answer_relevance.REPLY,
@@ -53,6 +54,10 @@ def test_the_schema_uses_the_strict_subset_only(name: str) -> None:
 def test_ranges_reach_the_schema() -> None:
     props = SHAPES["tonic"].json_schema["properties"]
     assert (props["similarity"]["minimum"], props["similarity"]["maximum"]) == (0, 5)
-    assert (props["relevant"]["minItems"], props["relevant"]["maxItems"]) == (3, 3)
+    assert (props["documents"]["minItems"], props["documents"]["maxItems"]) == (3, 3)
+    number = props["documents"]["items"]["properties"]["n"]
+    assert (number["minimum"], number["maximum"]) == (1, 3)
+    severity = SHAPES["safety"].json_schema["properties"]["violence"]
+    assert (severity["minimum"], severity["maximum"]) == (0, 7)
     docs = SHAPES["retrieval_score"].json_schema["properties"]["intents"]["items"]["properties"]["docs"]
     assert (docs["items"]["minimum"], docs["items"]["maximum"], docs["maxItems"]) == (1, 3, 3)

@@ -13,6 +13,7 @@ from tests.judge.fakes import GOOD, SCHEMA, is_probe, make_request
 from tests.support.judge_server import (
     JudgeServer,
     close_connection,
+    content_filtered,
     hang,
     rate_limited,
     reply,
@@ -97,10 +98,36 @@ async def test_schema_violations(server: JudgeServer, make_client: ClientFactory
     assert telemetry.outcomes == {outcome: 1}
 
 
-async def test_refusal_is_parse_error(server: JudgeServer, make_client: ClientFactory) -> None:
-    server.script(reply(None, refusal="I can't help with that."))
-    async with make_client() as (client, _):
+@pytest.mark.parametrize("behaviour", [
+    reply(None, refusal="I can't help with that."),
+    reply(None, finish_reason="content_filter"),
+    reply('{"score": 4, "reas', finish_reason="content_filter"),
+    content_filtered(),
+], ids=["message.refusal", "finish_reason", "finish_reason-partial", "azure-400-content_filter"])
+async def test_refusal_and_content_filter_are_refused(server: JudgeServer, make_client: ClientFactory,
+                                                      behaviour: object) -> None:
+    """Not an error: counted ``refused``, not retried, and the breaker hears a working server."""
+    server.script(behaviour)  # type: ignore[arg-type]
+    async with make_client(max_retries=2) as (client, telemetry):
+        await expect_failure(client, "refused")
+        assert client.circuit_state == "closed"
+    assert len(server.requests) == 1
+    assert telemetry.outcomes == {"refused": 1}
+
+
+async def test_free_text_refusal_without_the_providers_signal_stays_parse_error(
+        server: JudgeServer, make_client: ClientFactory) -> None:
+    server.script(reply("I'm sorry, I can't rate this content."))
+    async with make_client() as (client, telemetry):
         await expect_failure(client, "parse_error")
+    assert telemetry.outcomes == {"parse_error": 1}
+
+
+async def test_a_400_without_content_filter_stays_request_rejected(server: JudgeServer,
+                                                                   make_client: ClientFactory) -> None:
+    server.script(status(400, {"error": {"message": "bad", "type": "invalid_request_error", "code": "invalid"}}))
+    async with make_client() as (client, _):
+        await expect_failure(client, "request_rejected")
 
 
 async def test_429_then_ok_honours_retry_after(server: JudgeServer, make_client: ClientFactory) -> None:

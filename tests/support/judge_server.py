@@ -32,6 +32,7 @@ __all__ = [
     "status",
     "rate_limited",
     "server_error",
+    "content_filtered",
     "reject_response_format",
     "hang",
     "close_connection",
@@ -52,7 +53,7 @@ Behaviour = Callable[["JudgeServer", web.Request, RecordedRequest], Awaitable[we
 
 
 def _completion(content: str | None, prompt_tokens: int, completion_tokens: int,
-                model: str, refusal: str | None = None) -> dict[str, Any]:
+                model: str, refusal: str | None = None, finish_reason: str = "stop") -> dict[str, Any]:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
@@ -60,7 +61,7 @@ def _completion(content: str | None, prompt_tokens: int, completion_tokens: int,
         "model": model,
         "choices": [{
             "index": 0,
-            "finish_reason": "stop",
+            "finish_reason": finish_reason,
             "message": {"role": "assistant", "content": content, "refusal": refusal},
         }],
         "usage": {
@@ -72,12 +73,12 @@ def _completion(content: str | None, prompt_tokens: int, completion_tokens: int,
 
 
 def reply(content: str | None, *, prompt_tokens: int = 20, completion_tokens: int = 5,
-          refusal: str | None = None, usage: bool = True) -> Behaviour:
+          refusal: str | None = None, usage: bool = True, finish_reason: str = "stop") -> Behaviour:
     """Answer 200 with ``content`` as the assistant message (None → null content)."""
 
     async def behave(server: JudgeServer, request: web.Request, rec: RecordedRequest) -> web.StreamResponse:
         body = _completion(content, prompt_tokens, completion_tokens,
-                           str(rec.body.get("model", "judge")), refusal)
+                           str(rec.body.get("model", "judge")), refusal, finish_reason)
         if not usage:
             del body["usage"]
         return web.json_response(body)
@@ -106,15 +107,25 @@ def _request_schema(body: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | 
 
 def _fill(schema: Mapping[str, Any], key: str, values: Mapping[str, Any], index: int = 0) -> Any:
     """A value valid under ``schema``: ``values[key]`` when given, else the middle of a numeric
-    range, ``True``, ``"scripted"``, an array of ``minItems`` items, or an object of its properties."""
-    if key in values:
-        return values[key]
+    range, ``True``, ``"scripted"``, an array of ``minItems`` items (at least one when allowed), or an
+    object of its properties; a number given for an object (a shared call's ``{reason, score}``) is
+    put in its first numeric or boolean property."""
     kind = schema.get("type")
+    if key in values:
+        given = values[key]
+        if kind == "object" and not isinstance(given, Mapping):
+            # A shared call's per-metric object ({reason, score}): the number goes to its value.
+            props = schema.get("properties", {})
+            main = next((k for k, v in props.items() if v.get("type") in ("integer", "number", "boolean")), None)
+            return {k: (given if k == main else _fill(v, k, {}, index)) for k, v in props.items()}
+        return given
     if kind == "object":
         props = schema.get("properties", {})
         return {k: _fill(v, k, values, index) for k, v in props.items()}
     if kind == "array":
-        return [_fill(schema.get("items", {}), "", values, i) for i in range(int(schema.get("minItems", 0)))]
+        # At least one item where one is allowed: an empty list can mean "nothing to judge" (no intent).
+        count = max(int(schema.get("minItems", 0)), min(1, int(schema.get("maxItems", 1))))
+        return [_fill(schema.get("items", {}), "", values, i) for i in range(count)]
     if kind in ("integer", "number"):
         if key == "n":
             return index + 1  # per-chunk items are numbered in order
@@ -181,6 +192,15 @@ def rate_limited(retry_after: float | None = None, *, in_ms: bool = False) -> Be
     # x-should-retry is what OpenAI sends; our client must not depend on it.
     return status(429, {"error": {"message": "Rate limit reached", "type": "requests",
                                   "code": "rate_limit_exceeded"}}, headers)
+
+
+def content_filtered() -> Behaviour:
+    """400 as Azure OpenAI answers a prompt its content filter blocks."""
+    return status(400, {"error": {
+        "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management "
+                   "policy.", "type": None, "param": "prompt", "code": "content_filter", "status": 400,
+        "innererror": {"code": "ResponsibleAIPolicyViolation",
+                       "content_filter_result": {"violence": {"filtered": True, "severity": "high"}}}}})
 
 
 def server_error(code: int = 500) -> Behaviour:
