@@ -26,6 +26,7 @@ from tests.support.daemon import free_port
 from tests.support.judge_server import JudgeServer, reply_json
 from tests.support.postgres_server import postgres_server, postgres_url  # noqa: F401  (fixtures)
 from tests.support.sdk_spans import emit_genai_turn, provider_with
+from tests.test_serve_cli import wait_ready
 
 GOOD = reply_json({"reason": "clear", "score": 4}, prompt_tokens=400, completion_tokens=20)
 
@@ -102,18 +103,12 @@ class Fleet:
             sys.executable, "-m", "monitor.cli", "serve", "-c", str(path), cwd=self.tmp_path,
             stdout=log, stderr=log)
         log.close()
-        async with aiohttp.ClientSession() as s:
-            for _ in range(400):
-                proc = self.procs[i]
-                assert proc is not None and proc.returncode is None, self.log(i)
-                try:
-                    async with s.get(f"http://127.0.0.1:{self.admin[i]}/readyz") as r:
-                        if r.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.05)
-        raise AssertionError(f"replica {i} not ready: {self.log(i)}")
+        proc = self.procs[i]
+        assert proc is not None
+        try:
+            await wait_ready(self.admin[i], proc)
+        except AssertionError:
+            raise AssertionError(f"replica {i} not ready: {self.log(i)}") from None
 
     def log(self, i: int) -> str:
         path = self.tmp_path / f"replica-{i}.log"

@@ -7,14 +7,7 @@ import logging
 
 from samplers.build import build_sampler
 from samplers.config import load_sampling_config
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.samplers.test_weighting import Clock
 
 
 class Fleet:
