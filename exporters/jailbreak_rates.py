@@ -21,7 +21,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from exporters.rolling import RollingStats, WindowStats
-from exporters.spec import JAILBREAK
+from exporters.spec import DIFFERENCE_SUFFIXES, JAILBREAK
 from exporters.stats import newcombe_interval
 from monitor.model import EvaluationResult, Score, ScoreStatus
 
@@ -31,6 +31,7 @@ __all__ = ["CONTENT_RISK_METRICS", "GROUPS", "JailbreakComparison", "WindowCompa
 # comparison has data without a judge too).
 CONTENT_RISK_METRICS = frozenset({"hate_unfairness", "sexual", "violence", "self_harm", "local_offensive_language"})
 GROUPS = ("flagged", "rest")
+DEPRECATED_DIFFERENCE = "rag_monitor_jailbreak_defect_rate"  # the old name of the difference (2026-11-28)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,9 @@ def _difference(flagged: WindowStats, rest: WindowStats) -> tuple[float, float, 
 
 class JailbreakCollector(Collector):
     """``rag_monitor_jailbreak_group_defect_rate{group,window}`` (+ bounds) and
-    ``rag_monitor_jailbreak_defect_rate{window}`` (the difference, + bounds) at scrape time."""
+    ``rag_monitor_jailbreak_defect_rate_difference{window}`` (flagged minus rest, + bounds) at scrape
+    time; the difference is also exported under its deprecated name ``rag_monitor_jailbreak_defect_rate``
+    (+ bounds) for one release."""
 
     def __init__(self, comparison: JailbreakComparison) -> None:
         self._comparison = comparison
@@ -105,7 +108,7 @@ class JailbreakCollector(Collector):
                 fams["rag_monitor_jailbreak_group_defect_rate_lower"].add_metric([group, c.window], stats.lower)
                 fams["rag_monitor_jailbreak_group_defect_rate_upper"].add_metric([group, c.window], stats.upper)
                 fams["rag_monitor_jailbreak_group_evaluations"].add_metric([group, c.window], float(stats.evaluations))
-            fams["rag_monitor_jailbreak_defect_rate"].add_metric([c.window], c.difference)
-            fams["rag_monitor_jailbreak_defect_rate_lower"].add_metric([c.window], c.lower)
-            fams["rag_monitor_jailbreak_defect_rate_upper"].add_metric([c.window], c.upper)
+            for suffix, value in zip(DIFFERENCE_SUFFIXES, (c.difference, c.lower, c.upper)):
+                fams[f"rag_monitor_jailbreak_defect_rate_difference{suffix}"].add_metric([c.window], value)
+                fams[f"{DEPRECATED_DIFFERENCE}{suffix}"].add_metric([c.window], value)  # until the next release
         return list(fams.values())

@@ -61,8 +61,21 @@ def test_gauges_export_both_groups_and_the_difference():
     get = registry.get_sample_value
     assert get("rag_monitor_jailbreak_group_defect_rate", {"group": "flagged", "window": "5m"}) == 1.0
     assert get("rag_monitor_jailbreak_group_defect_rate", {"group": "rest", "window": "5m"}) == 0.0
-    assert get("rag_monitor_jailbreak_defect_rate", {"window": "5m"}) == 1.0
+    assert get("rag_monitor_jailbreak_defect_rate_difference", {"window": "5m"}) == 1.0
     assert get("rag_monitor_jailbreak_group_evaluations", {"group": "rest", "window": "5m"}) == 1.0
+    for suffix in ("", "_lower", "_upper"):  # the old name, deprecated: the same values for one release
+        new_value = get(f"rag_monitor_jailbreak_defect_rate_difference{suffix}", {"window": "5m"})
+        assert new_value is not None and get(f"rag_monitor_jailbreak_defect_rate{suffix}", {"window": "5m"}) == new_value
+
+
+def test_the_deprecated_name_says_what_replaces_it():
+    from exporters.spec import JAILBREAK
+
+    helps = {i.name: i.help for i in JAILBREAK}
+    assert "difference" in helps["rag_monitor_jailbreak_defect_rate_difference"]
+    for suffix in ("", "_lower", "_upper"):
+        assert helps[f"rag_monitor_jailbreak_defect_rate{suffix}"].startswith("Deprecated")
+        assert f"rag_monitor_jailbreak_defect_rate_difference{suffix} " in helps[f"rag_monitor_jailbreak_defect_rate{suffix}"]
 
 
 async def test_the_summary_api_serves_the_comparison():

@@ -206,13 +206,13 @@ def jailbreak_gap() -> timeseries.Panel:
     return series(
         "Content risk: jailbreak attempts vs the rest (per replica, $window)",
         "Content-risk defect rate (safety severities and offensive language) of the turns the local detector "
-        "flagged as jailbreak attempts, next to the rest; their gap is the online jailbreak defect rate (the "
-        "Azure seed's comparison) with its 95% Newcombe interval (dashed). A gap whose lower bound stays "
-        "above 0 means attempts get through.", "percentunit", targets(
+        "flagged as jailbreak attempts, next to the rest; their gap (flagged minus rest, "
+        "rag_monitor_jailbreak_defect_rate_difference) is the Azure seed's comparison made online, with its 95% "
+        "Newcombe interval (dashed). A gap whose lower bound stays above 0 means attempts get through.", "percentunit", targets(
             (f"rag_monitor_jailbreak_group_defect_rate{{{sel}}}", "{{group}} {{instance}}"),
-            (f"rag_monitor_jailbreak_defect_rate{{{sel}}}", "gap {{instance}}"),
-            (f"rag_monitor_jailbreak_defect_rate_lower{{{sel}}}", "gap {{instance}} lower 95%"),
-            (f"rag_monitor_jailbreak_defect_rate_upper{{{sel}}}", "gap {{instance}} upper 95%")),
+            (f"rag_monitor_jailbreak_defect_rate_difference{{{sel}}}", "gap {{instance}}"),
+            (f"rag_monitor_jailbreak_defect_rate_difference_lower{{{sel}}}", "gap {{instance}} lower 95%"),
+            (f"rag_monitor_jailbreak_defect_rate_difference_upper{{{sel}}}", "gap {{instance}} upper 95%")),
         w=24, h=8, max_value=1).override_by_regexp(".* (lower|upper) 95%$", [
             model.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [6, 4]})])
 
