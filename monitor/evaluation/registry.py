@@ -42,6 +42,7 @@ __all__ = [
     "BuildContext",
     "MetricGroup",
     "MetricSpec",
+    "input_names",
     "MetricRegistry",
     "MetricConfigError",
     "default_registry",
@@ -143,15 +144,8 @@ class MetricSpec:
         """:attr:`inputs`, or those the ``definition`` declares (a rubric's required and optional)."""
         if self.inputs:
             return self.inputs
-        names = {"reference": "ground_truth"}
-        required = getattr(self.definition, "required", ())
-        optional = getattr(self.definition, "optional", ())
+        return input_names(getattr(self.definition, "required", ()), getattr(self.definition, "optional", ()))
 
-        def name(item: Any) -> str:
-            raw = str(getattr(item, "value", item))
-            return names.get(raw, raw)
-
-        return tuple(name(i) for i in required) + tuple(f"{name(i)}?" for i in optional)
 
     def __post_init__(self) -> None:
         if self.build is None and self.group is None and self.wrap is None:
@@ -161,6 +155,17 @@ class MetricSpec:
         """Options when the config sets none: the default threshold / the Medium level."""
         level = DEFAULT_SEVERITY_LEVEL if self.uses_severity_level else None
         return MetricOptions(threshold=self.default_threshold, severity_level=level)
+
+
+def input_names(required: Iterable[Any], optional: Iterable[Any] = ()) -> tuple[str, ...]:
+    """A metric's inputs (``Input`` members or names) as the data-set columns name them, optional
+    ones marked ``?``: what :attr:`MetricSpec.inputs` holds."""
+
+    def name(item: Any) -> str:
+        raw = str(getattr(item, "value", item))
+        return "ground_truth" if raw == "reference" else raw
+
+    return tuple(name(i) for i in required) + tuple(f"{name(i)}?" for i in optional)
 
 
 class MetricRegistry:

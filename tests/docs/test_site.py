@@ -52,3 +52,11 @@ def test_the_readme_fits_on_a_screen_and_every_doc_page_is_in_the_nav() -> None:
     listed = set(pages(nav))
     on_disk = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
     assert on_disk - listed == set(), "pages missing from mkdocs.yml's nav"
+
+
+def test_every_metric_declares_its_inputs_and_seed() -> None:
+    from monitor.evaluation.registry import default_registry
+
+    registry = default_registry()
+    undeclared = [m for m in registry.ids() if not registry.get(m).declared_inputs() or not registry.get(m).seed]
+    assert undeclared == [], "declare inputs= and seed= on these MetricSpecs (the metric reference shows them)"

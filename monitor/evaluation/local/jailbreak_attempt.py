@@ -198,6 +198,6 @@ def register(registry: MetricRegistry) -> None:
         MetricSpec(
             METRIC_ID, "probability that the user turn is a jailbreak / prompt-injection attempt (learned, no LLM)",
             "local", SCALE, "max", build=build, default_threshold=DEFAULT_THRESHOLD,
-            operating_points=OPERATING_POINTS,
+            operating_points=OPERATING_POINTS, inputs=("question",), seed="rag-monitor",
         )
     )

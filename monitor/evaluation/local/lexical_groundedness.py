@@ -236,6 +236,7 @@ def register(registry: MetricRegistry) -> None:
     registry.register(
         MetricSpec(
             METRIC_ID, "share of answer content terms (stemmed; bigrams for spaceless scripts) found in the context (no LLM)",
-            "local", SCALE, build=build, default_threshold=DEFAULT_THRESHOLD,
+            "local", SCALE, build=build, default_threshold=DEFAULT_THRESHOLD, inputs=("answer", "context"),
+            seed="rag-monitor",
         )
     )

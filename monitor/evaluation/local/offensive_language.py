@@ -199,6 +199,7 @@ def register(registry: MetricRegistry) -> None:
     registry.register(
         MetricSpec(
             METRIC_ID, "offensive-language probability of the answer (shipped classifier + dehumanisation rule, no LLM)",
-            "local", SCALE, "max", build=build, default_threshold=DEFAULT_THRESHOLD,
+            "local", SCALE, "max", build=build, default_threshold=DEFAULT_THRESHOLD, inputs=("answer",),
+            seed="rag-monitor (alt-profanity-check's classifier)",
         )
     )

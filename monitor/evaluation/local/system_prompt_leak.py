@@ -128,5 +128,6 @@ def register(registry: MetricRegistry) -> None:
         MetricSpec(
             METRIC_ID, "share of the system prompt's instructions (documents removed) the answer repeats (no LLM)",
             "local", SCALE, "max", build=build, default_threshold=DEFAULT_THRESHOLD,
+            inputs=("answer", "system_prompt"), seed="rag-monitor",
         )
     )

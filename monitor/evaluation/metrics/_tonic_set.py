@@ -37,7 +37,7 @@ from pydantic import Field, model_validator
 from monitor.evaluation.inputs import Input, Missing, document_blocks, gather
 from monitor.evaluation.judging import Failure, ask
 from monitor.evaluation.prompting import DataBlock, build_request, prompt_version, system_prompt
-from monitor.evaluation.registry import BuildContext, MetricGroup, MetricSpec
+from monitor.evaluation.registry import BuildContext, MetricGroup, MetricSpec, input_names
 from monitor.evaluation.scoring import Scale, graded, skipped
 from monitor.judge.replies import Reason, ReplyModel, ReplyShape, reply_model, whole_number
 from monitor.judge.types import Judge
@@ -328,4 +328,17 @@ TONIC_GROUP = MetricGroup(CALL_ID, build=_build)
 def tonic_metric_spec(metric: TonicMetric) -> MetricSpec:
     """The registry spec of a Tonic metric (always built through :data:`TONIC_GROUP`)."""
     return MetricSpec(metric.metric_id, metric.summary, "judge", metric.scale, group=TONIC_GROUP,
-                      definition=metric, default_threshold=metric.default_threshold)
+                      definition=metric, default_threshold=metric.default_threshold,
+                      inputs=_metric_inputs(metric), seed="Tonic Validate")
+
+
+def _metric_inputs(metric: TonicMetric) -> tuple[str, ...]:
+    """What a Tonic metric reads, from its parts: each part's own inputs (:func:`_needs`), the
+    question beside a reference, the documents (or the system prompt) for every other part."""
+    needed = {i for part in metric.parts for i in _needs(part)}
+    if "similarity" in metric.parts:
+        needed.add(Input.QUESTION)
+    if any(p != "similarity" for p in metric.parts):
+        needed.add(Input.CONTEXT)
+    order = (Input.QUESTION, Input.ANSWER, Input.CONTEXT, Input.GROUND_TRUTH)
+    return input_names(sorted(needed, key=order.index))

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from monitor.evaluation.inputs import Input
 from monitor.evaluation.prompting import system_prompt
-from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
+from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec, input_names
 from monitor.evaluation.scoring import graded
 from monitor.evaluation.single_call import SingleCallEvaluator, SingleCallMetric
 from monitor.judge.replies import Reason, ReplyModel, ReplyShape
@@ -62,6 +62,7 @@ def register(registry: MetricRegistry) -> None:
     registry.register(
         MetricSpec(
             METRIC_ID, "relevance of the answer to the input (Opik), 0-1", "judge", SCALE,
-            build=build, default_threshold=DEFAULT_THRESHOLD,
+            build=build, default_threshold=DEFAULT_THRESHOLD, seed="Opik",
+            inputs=input_names(_metric(DEFAULT_THRESHOLD).required, _metric(DEFAULT_THRESHOLD).optional),
         )
     )

@@ -19,9 +19,9 @@ from __future__ import annotations
 from monitor.evaluation.combined import COMBINED_GROUP
 from monitor.evaluation.safety import SAFETY_GROUP
 from monitor.evaluation.inputs import Input
-from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
+from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec, input_names
 from monitor.evaluation.rubric import DEFAULT_RUBRIC_THRESHOLD, RUBRIC_SCALE, RubricDefinition, RubricEvaluator
-from monitor.evaluation.severity import SEVERITY_SCALE, SeverityDefinition, SeverityEvaluator
+from monitor.evaluation.severity import SEVERITY_INPUTS, SEVERITY_SCALE, SeverityDefinition, SeverityEvaluator
 
 __all__ = ["RUBRICS", "SEVERITIES", "register"]
 
@@ -121,7 +121,7 @@ def rubric_spec(definition: RubricDefinition) -> MetricSpec:
 
     return MetricSpec(definition.metric_id, definition.summary, "judge", RUBRIC_SCALE, "mean", build=build,
                       group=COMBINED_GROUP if definition.combinable else None, definition=definition,
-                      default_threshold=DEFAULT_RUBRIC_THRESHOLD)
+                      default_threshold=DEFAULT_RUBRIC_THRESHOLD, seed="Azure")
 
 
 def severity_spec(definition: SeverityDefinition) -> MetricSpec:
@@ -132,7 +132,8 @@ def severity_spec(definition: SeverityDefinition) -> MetricSpec:
                                  ctx.max_context_chars, ctx.refused_severity)
 
     return MetricSpec(definition.metric_id, definition.summary, "judge", SEVERITY_SCALE, "max", build=build,
-                      group=SAFETY_GROUP, definition=definition, uses_severity_level=True)
+                      group=SAFETY_GROUP, definition=definition, uses_severity_level=True,
+                      inputs=input_names(*SEVERITY_INPUTS), seed="Azure")
 
 
 def register(registry: MetricRegistry) -> None:

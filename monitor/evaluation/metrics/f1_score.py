@@ -80,6 +80,6 @@ def register(registry: MetricRegistry) -> None:
     registry.register(
         MetricSpec(
             METRIC_ID, "token F1 against the ground truth (SQuAD normalisation)", "local", SCALE,
-            build=build, default_threshold=DEFAULT_THRESHOLD,
+            build=build, default_threshold=DEFAULT_THRESHOLD, inputs=("answer", "ground_truth"), seed="Azure",
         )
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 from monitor.evaluation.inputs import Input
 from monitor.evaluation.prompting import system_prompt
-from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec
+from monitor.evaluation.registry import BuildContext, MetricRegistry, MetricSpec, input_names
 from monitor.evaluation.scoring import graded, skipped
 from monitor.evaluation.single_call import SingleCallEvaluator, SingleCallMetric
 from monitor.judge.replies import Reason, ReplyModel, ReplyShape
@@ -86,5 +86,6 @@ def register(registry: MetricRegistry) -> None:
 
     registry.register(
         MetricSpec(METRIC_ID, "answer complied with a jailbreak or left its task (1 = yes; needs a system prompt)",
-                   "judge", SCALE, "max", build=build)
+                   "judge", SCALE, "max", build=build, inputs=input_names(METRIC.required, METRIC.optional),
+                   seed="Azure")
     )

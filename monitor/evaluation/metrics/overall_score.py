@@ -75,5 +75,6 @@ def register(registry: MetricRegistry) -> None:
         MetricSpec(
             METRIC_ID, "mean of the computed Tonic metrics, answer_similarity / 5", "judge", SCALE,
             wrap=wrap, derived_from=frozenset(TONIC_METRICS), default_threshold=DEFAULT_THRESHOLD,
+            inputs=("question", "answer", "context", "ground_truth?"), seed="Tonic Validate",
         )
     )

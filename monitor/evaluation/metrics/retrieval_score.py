@@ -162,5 +162,6 @@ def register(registry: MetricRegistry) -> None:
         MetricSpec(
             METRIC_ID, f"question intents answered by the documents, 1 + 4f^2 (max {MAX_DOCUMENTS} docs)",
             "judge", SCALE, build=build, default_threshold=DEFAULT_THRESHOLD,
+            inputs=("question", "context", "history?"), seed="Azure",
         )
     )
