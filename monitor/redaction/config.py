@@ -6,6 +6,7 @@ Example (YAML)::
       enabled: true                 # the default
       kinds: [email, phone, card_number, iban, ip_address]
       national_ids: [us_ssn, es_dni, it_codice_fiscale]
+      phone_regions: [US, GB, DE, FR]  # national formats recognised (with a country code: any)
       patterns:
         - {name: employee_id, regex: "EMP-\\d{6}"}
       keep_text: true               # false: store, JSONL, API and events get scores and ids only
@@ -20,7 +21,9 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from monitor.redaction.detectors import BUILTIN_KINDS, NATIONAL_IDS
+import phonenumbers
+
+from monitor.redaction.detectors import BUILTIN_KINDS, DEFAULT_PHONE_REGIONS, NATIONAL_IDS
 
 __all__ = ["RedactionConfig", "PatternConfig", "DEFAULT_NATIONAL_IDS"]
 
@@ -77,6 +80,14 @@ class RedactionConfig(BaseModel):
     """National identity numbers, each checked by its checksum (python-stdnum): any of
     ``us_ssn``, ``ca_sin``, ``gb_nhs``, ``es_dni``, ``es_nie``, ``fr_nir``, ``it_codice_fiscale``,
     ``de_idnr``, ``nl_bsn``, ``br_cpf``, ``in_aadhaar``, ``pl_pesel``."""
+    phone_regions: tuple[str, ...] = Field(default=DEFAULT_PHONE_REGIONS)
+    """Regions whose national phone formats (written without a country code) are recognised, as
+    ISO 3166 codes; default US (with Canada and the rest of +1), GB, IE, DE, AT, CH, FR, BE, NL, BR,
+    IN, AU. A number with a country code ("+81 3-1234-5678", "0081 …") is recognised whatever the
+    list. More regions find more national numbers, and turn more ordinary numbers into phones:
+    each region's lengths and layouts are checked with libphonenumber's rules. ES and IT are not
+    in the default: their numbers have no trunk prefix and share their groups with ordinary
+    numbers ("682 330 318 units")."""
     patterns: tuple[PatternConfig, ...] = ()
     """Your own patterns (customer numbers, internal ids…), run before the built-ins."""
     keep_text: bool = True
@@ -93,6 +104,16 @@ class RedactionConfig(BaseModel):
     @classmethod
     def _known_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return _known(value, tuple(NATIONAL_IDS), "national id")
+
+    @field_validator("phone_regions")
+    @classmethod
+    def _known_regions(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        regions = tuple(v.upper() for v in value)
+        for region in regions:
+            if region not in phonenumbers.SUPPORTED_REGIONS:
+                raise ValueError(f"unknown phone region {region!r}: an ISO 3166 two-letter code libphonenumber knows "
+                                 "(US, GB, DE, FR, ES, IT, JP...)")
+        return _known(regions, regions, "phone region")
 
     @model_validator(mode="after")
     def _distinct_names(self) -> RedactionConfig:

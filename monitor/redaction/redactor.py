@@ -58,7 +58,7 @@ class Redactor:
 
     def __init__(self, config: RedactionConfig, telemetry: Telemetry | None = None) -> None:
         custom = tuple(custom_detector(p.name, p.regex, p.ignore_case) for p in config.patterns)
-        self._detectors: tuple[Detector, ...] = custom + builtin_detectors(config.kinds, config.national_ids)
+        self._detectors: tuple[Detector, ...] = custom + builtin_detectors(config.kinds, config.national_ids, config.phone_regions)
         self._telemetry = telemetry or NullTelemetry()
 
     def redact_turn(self, turn: Turn) -> Turn:
