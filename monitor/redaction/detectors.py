@@ -15,7 +15,8 @@ one claimed, so a card number is not half-redacted as a phone number.
 
 What this cannot catch (see the README): names, postal addresses and free-text identifiers
 (no NER model is shipped, by design: nothing is downloaded at run time); phone numbers written as
-one run of digits without a keyword such as "phone" or "call" nearby; numbers split across lines;
+one run of digits without a keyword such as "phone" or "call" nearby; national numbers of regions
+not in ``phone_regions`` written without their country code; numbers split across lines;
 obfuscated emails ("jane at example dot com"); ids of countries not listed in ``NATIONAL_IDS``.
 """
 
