@@ -18,6 +18,9 @@ from monitor.telemetry import NullTelemetry, Telemetry
 __all__ = ["PrometheusResults", "PrometheusJudgeTelemetry", "PrometheusSamplingTelemetry", "OUTCOMES"]
 
 OUTCOMES = ("pass", "defect", "error", "skipped", "unscored_refused")
+# Outcomes whose inverse-probability weight is summed: the verdicts, and the refusals, so the share
+# of traffic that is "possibly harmful, not scored" is estimated like the defect rate beside it.
+_WEIGHED = ("pass", "defect", "unscored_refused")
 
 
 def _labelled(base: tuple[str, ...], policy_names: Sequence[str]) -> tuple[str, ...]:
@@ -65,7 +68,7 @@ class PrometheusResults:
         self._known.add(key)
         for outcome in OUTCOMES:
             self._count.labels(*key, outcome)
-        for outcome in ("pass", "defect"):
+        for outcome in _WEIGHED:
             self._weight.labels(*key, outcome)
         self._score.labels(*key)
 
@@ -81,7 +84,7 @@ class PrometheusResults:
                 self._initialise(key)
             outcome = score.outcome
             self._count.labels(score.metric, *values, outcome).inc()
-            if outcome in ("pass", "defect"):
+            if outcome in _WEIGHED:
                 self._weight.labels(score.metric, *values, outcome).inc(result.weight)
             if score.status == ScoreStatus.OK and score.value is not None:
                 self._score.labels(score.metric, *values).observe(score.value, exemplar=exemplar)

@@ -410,7 +410,7 @@ class OtlpMetrics:
             outcome = score.outcome
             counted = {"metric": score.metric, **labels, "outcome": outcome}
             i.evaluations.add(1, counted)
-            if outcome in ("pass", "defect"):
+            if outcome in ("pass", "defect", "unscored_refused"):  # as the Prometheus exporter
                 i.weight.add(result.weight, counted)
             if score.status == ScoreStatus.OK and score.value is not None:
                 i.score.record(score.value, {"metric": score.metric, **labels}, context=exemplar)

@@ -54,8 +54,9 @@ EVALUATION: tuple[Instrument, ...] = (
                "blocked the call, possibly harmful, not scored; neither an error nor a verdict).", "counter",
                ("metric", "service", "outcome")),
     Instrument("rag_monitor_evaluation_weight_total",
-               "Sum of inverse-probability (Horvitz-Thompson) weights of evaluations: population defect "
-               "rate = defect weight / (pass + defect weight).", "counter", ("metric", "service", "outcome")),
+               "Sum of inverse-probability (Horvitz-Thompson) weights of evaluations (pass | defect | "
+               "unscored_refused): population defect rate = defect weight / (pass + defect weight).", "counter",
+               ("metric", "service", "outcome")),
     Instrument("rag_monitor_score", "Scores on each metric's native scale.", "histogram",
                ("metric", "service"), buckets=SCORE_BUCKETS),
 )

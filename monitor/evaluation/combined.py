@@ -17,6 +17,7 @@ skipped and left out of the reply schema).
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import replace
 from typing import Annotated, Any, Callable, Mapping, Sequence
 
@@ -71,6 +72,7 @@ class SharedCall:
         frame = system
         for text in sections.values():
             frame = frame.replace(text, "")
+        frame = re.sub(r"\n+", "\n", frame)  # the same frame whichever metrics are configured
         self.prompt_versions = {
             metric: prompt_version(frame, sections[metric], per_metric_reply(call_id, ((metric, *bounds),)).json_schema)
             for metric, _, bounds, _, _ in self._members}

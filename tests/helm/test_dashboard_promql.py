@@ -95,6 +95,34 @@ def test_judge_error_ratio_counts_rejected_replies_and_not_local_refusals(tmp_pa
     evaluate(tmp_path, healthy, expression("Judge error ratio", "A"), {"{}": 0.0})
 
 
+def test_refused_judge_calls_are_not_judge_errors(tmp_path: Path) -> None:
+    series = {
+        'rag_monitor_judge_requests_total{instance="a", outcome="ok"}': "0+50x40",
+        'rag_monitor_judge_requests_total{instance="a", outcome="refused"}': "0+40x40",
+        'rag_monitor_judge_requests_total{instance="a", outcome="timeout"}': "0+10x40",
+        **ALIVE,
+    }
+    # 10 timeouts / 100 calls sent: the 40 refusals were sent (denominator) but are not errors.
+    evaluate(tmp_path, series, expression("Judge error ratio", "A"), {"{}": 0.1})
+    evaluate(tmp_path, series, expression("Judge errors"), {"{}": 0.1})
+
+
+def test_possibly_harmful_not_scored_share_is_weighted_beside_the_defect_rate(tmp_path: Path) -> None:
+    series = dict([
+        # violence: 3 pass, 1 defect, 1 refused per step, all at weight 2: refused share 1/5.
+        weights("violence", "a", "pass", 6), counts("violence", "a", "pass", 3),
+        weights("violence", "a", "defect", 2), counts("violence", "a", "defect", 1),
+        weights("violence", "a", "unscored_refused", 2), counts("violence", "a", "unscored_refused", 1),
+        # sexual: never refused: 0, not absent.
+        weights("sexual", "a", "pass", 6), counts("sexual", "a", "pass", 3),
+    ])
+    title = "Possibly harmful, not scored: refused by the judge or its content filter (all replicas, $window)"
+    evaluate(tmp_path, series, expression(title), {'{metric="violence"}': 0.2, '{metric="sexual"}': 0.0})
+    # The defect rate beside it is unchanged by refusals: 1 defect / (3 pass + 1 defect).
+    evaluate(tmp_path, series, expression("Population defect rate by metric (all replicas, $window)"),
+             {'{metric="violence"}': 0.25, '{metric="sexual"}': 0.0})
+
+
 def test_rolling_band_is_hidden_below_the_minimum_evaluations(tmp_path: Path) -> None:
     def gauges(metric: str, n: int) -> dict[str, str]:
         labels = f'metric="{metric}", service="app", window="5m", instance="a"'

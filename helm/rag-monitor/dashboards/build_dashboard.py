@@ -69,6 +69,15 @@ def population_rate() -> str:
     return f"({defect} or {scored} * 0) / {scored} and on (metric) {count} >= $min_evaluations"
 
 
+def refused_share() -> str:
+    """Per metric, weighted: unscored_refused / (pass + defect + unscored_refused) over all replicas
+    in $window: the judge refused or a content filter blocked the call (possibly harmful, not scored)."""
+    refused = rate(WEIGHTS, f'outcome="unscored_refused", {EVAL}', "metric", "$window")
+    judged = rate(WEIGHTS, f'outcome=~"pass|defect|unscored_refused", {EVAL}', "metric", "$window")
+    count = f'sum by (metric) (increase({EVALS}{{outcome=~"pass|defect|unscored_refused", {EVAL}}}[$window]))'
+    return f"({refused} or {judged} * 0) / {judged} and on (metric) {count} >= $min_evaluations"
+
+
 def ratio_of(part: str, whole: str) -> str:
     return f"{or_none(part)} / {whole}"
 
@@ -142,7 +151,8 @@ def overview() -> list[Builder[model.Panel]]:
                "percentunit", ratio_of(rate(EVALS, f'outcome="error", {EVAL}'), rate(EVALS, EVAL)), GOOD_LOW),
         single("Judge errors", "Share of judge calls sent that failed or returned an invalid reply "
                "(timeouts, 5xx, rate limits, parse errors). Calls refused locally by the circuit "
-               "breaker or budget are not counted here.", "percentunit", judge_error_ratio(), GOOD_LOW),
+               "breaker or budget, and the judge's own refusals and content filters (outcome refused), "
+               "are not counted here.", "percentunit", judge_error_ratio(), GOOD_LOW),
         single("Judge latency p90", "90th percentile duration of judge calls including retries.", "s",
                f"histogram_quantile(0.9, {rate('rag_monitor_judge_request_duration_seconds_bucket', INST, 'le')})",
                ((None, "green"), (10, "orange"), (30, "red"))),
@@ -162,7 +172,8 @@ def overview() -> list[Builder[model.Panel]]:
 
 
 def judge_error_ratio() -> str:
-    failed = rate(JUDGE, f'outcome!~"ok|circuit_open|budget_exhausted", {INST}')
+    # refused (the judge refused or a content filter blocked) is an answer about the text, not an error.
+    failed = rate(JUDGE, f'outcome!~"ok|refused|circuit_open|budget_exhausted", {INST}')
     rejected = rate("rag_monitor_judge_replies_rejected_total", INST)
     sent = rate(JUDGE, f'outcome!~"circuit_open|budget_exhausted", {INST}')
     return f"({or_none(failed)} + {or_none(rejected)}) / {sent}"
@@ -196,6 +207,13 @@ def defect_rate() -> list[Builder[model.Panel]]:
         .min(0).max(1).thresholds(thresholds((None, "green"), (0.1, "orange"), (0.25, "red")))
         .display_mode(common.BarGaugeDisplayMode.GRADIENT).orientation(common.VizOrientation.HORIZONTAL)
         .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False)),
+        series("Possibly harmful, not scored: refused by the judge or its content filter (all replicas, $window)",
+               "Share of each metric's judged turns whose judge call was refused or blocked by the provider's "
+               "content filter (outcome unscored_refused), weighted like the defect rate beside it. Not in the "
+               "defect rate: a refusal is neither a pass nor a defect, and such turns are often the harmful "
+               "ones, so read the two together. evaluation.refused_severity counts them as a defect at a "
+               "chosen severity instead (docs/judge-prompts.md).", "percentunit",
+               [query(refused_share(), "{{metric}}")], w=24, h=7, max_value=1),
         jailbreak_gap(),
         band.repeat("metric").repeat_direction("h").max_per_row(3),
     ]
@@ -249,7 +267,8 @@ def evaluations() -> list[Builder[model.Panel]]:
     skipped = rate(EVALS, f'outcome="skipped", {EVAL}', "metric")
     return [
         series("Evaluations/s by outcome", "pass / defect: scored; error: no score (judge or internal "
-               "failure); skipped: the turn lacked an input the metric needs (e.g. no ground truth).", "ops",
+               "failure); skipped: the turn lacked an input the metric needs (e.g. no ground truth); "
+               "unscored_refused: the judge refused or a content filter blocked the call.", "ops",
                [query(rate(EVALS, EVAL, "outcome"), "{{outcome}}")], stacked=True),
         series("Evaluations/s by metric", "All outcomes, per metric.", "ops", [query(every, "{{metric}}")],
                stacked=True),
@@ -270,7 +289,8 @@ def judge() -> list[Builder[model.Panel]]:
     return [
         with_trace_links(latency),
         series("Judge calls/s by outcome", "ok, or why the call failed. circuit_open and budget_exhausted "
-               "were refused locally without calling the judge.", "ops",
+               "were refused locally without calling the judge; refused: the judge declined or its content "
+               "filter blocked the text (not an error).", "ops",
                [query(rate(JUDGE, INST, "outcome"), "{{outcome}}")], stacked=True),
         series("Judge error ratio", "Failed or invalid replies / calls sent (errors); and calls refused "
                "locally / all calls (refused). Refusals mean the budget or breaker is protecting the judge.",

@@ -116,6 +116,7 @@ class RetrievalScoreEvaluator:
     """The intents procedure; skipped without a question or without document text."""
 
     metric_ids: tuple[str, ...] = (METRIC_ID,)
+    prompt_versions = {METRIC_ID: PROMPT_VERSION}
 
     def __init__(self, judge: Judge, threshold: float, max_context_chars: int) -> None:
         self._judge = judge
