@@ -155,6 +155,23 @@ def test_eval_refuses_a_requested_metric_it_cannot_run_and_names_the_fix(tmp_pat
     assert "--judge-base-url" in out and "--allow-missing" in out
 
 
+def test_allow_missing_runs_what_can_run_and_says_what_did_not(tmp_path: Path) -> None:
+    data = _rows(tmp_path, '{"question": "q", "answer": "five days", "ground_truth": "five days"}\n')
+    code, out = _invoke("eval", str(data), "--metrics", "f1_score,groundedness", "--allow-missing")
+    assert code == 0, out
+    assert "judge tier off" in out and "not run: groundedness" in out
+    assert any(ln.startswith("f1_score ") for ln in out.splitlines())
+
+
+def test_eval_says_why_a_metric_was_skipped(tmp_path: Path) -> None:
+    data = _rows(tmp_path, '{"question": "q", "answer": "a"}\n{"question": "q", "answer": "b", "labels": ["x"]}\n')
+    code, out = _invoke("eval", str(data), "--metrics", "f1_score")
+    assert code == 0, out
+    assert "skipped in f1_score: 2 × no ground truth" in out
+    assert "columns that are not inputs, not read: labels (1 rows)" in out
+    assert "evaluating 2 turns (2 at once)" in out
+
+
 def test_a_misspelt_input_column_is_an_error_with_a_suggestion(tmp_path: Path) -> None:
     data = _rows(tmp_path, '{"question": "q", "answer": "a"}\n{"question": "q", "answr": "a"}\n')
     code, out = _invoke("eval", str(data))
