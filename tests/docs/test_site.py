@@ -60,3 +60,24 @@ def test_every_metric_declares_its_inputs_and_seed() -> None:
     registry = default_registry()
     undeclared = [m for m in registry.ids() if not registry.get(m).declared_inputs() or not registry.get(m).seed]
     assert undeclared == [], "declare inputs= and seed= on these MetricSpecs (the metric reference shows them)"
+
+
+def test_every_link_of_the_readme_resolves() -> None:
+    import re
+
+    for page in (ROOT / "README.md",):
+        for target in re.findall(r"\]\(([^)\s#]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if not target.startswith(("http://", "https://", "mailto:")):
+                assert (page.parent / target).exists(), f"{page.name}: broken link {target}"
+
+
+def test_the_getting_started_example_app_is_the_readme_s() -> None:
+    import re
+
+    def block(page: Path) -> str:
+        match = re.search(r"<!-- example:genai-app -->\n```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+        assert match, f"{page} lost its example app"
+        return match.group(1)
+
+    # The README's copy is the one run word for word (tests/frameworks/test_readme_example.py).
+    assert block(ROOT / "docs" / "getting-started.md") == block(ROOT / "README.md")
