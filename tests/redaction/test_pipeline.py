@@ -128,6 +128,10 @@ async def test_personal_data_reaches_no_output(tmp_path: Path) -> None:
     assert "Jane" in outputs["jsonl"]  # names are not detected (documented): the text is kept
     assert outputs["redactions"] == {"email": 2, "phone": 1, "card_number": 1, "us_ssn": 1, "iban": 2,
                                      "ip_address": 1}
+    # A local verdict's reason reaches /api (issue 30): here a skip, with its cause (no documents in the spans).
+    lexical = [e for e in json.loads(outputs["/api/evaluations?since=1h"])["items"]
+               if e["metric"] == "local_lexical_groundedness"]
+    assert lexical and lexical[0]["outcome"] == "skipped" and lexical[0]["reason"].startswith("no context")
 
 
 async def test_keep_text_false_leaves_scores_and_ids_only(tmp_path: Path) -> None:
