@@ -120,11 +120,14 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-async def _run(python: Path, args: list[str], env: dict[str, str], cwd: Path) -> str:
+async def _run(python: Path, args: list[str], env: dict[str, str], cwd: Path, clean: bool = False) -> str:
+    """stdout of a successful run; ``clean``: nothing at all on stderr (no warning)."""
     proc = await asyncio.create_subprocess_exec(str(python), *args, env=env, cwd=cwd,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode == 0, err.decode()[-3000:]
+    if clean:
+        assert err.decode() == "", err.decode()[-3000:]
     return out.decode()
 
 
@@ -143,7 +146,7 @@ async def test_readme_install_line_and_example_app_give_a_complete_turn(tmp_path
         env = _clean_env(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{sc.http.port}",
                          OTEL_SERVICE_NAME="my-rag-app", OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="SPAN_ONLY",
                          OPENAI_BASE_URL=llm.base_url or "", OPENAI_API_KEY="sk-test-not-a-real-key")
-        out = await _run(python, [str(app)], env, tmp_path)
+        out = await _run(python, [str(app)], env, tmp_path, clean=True)
         assert out.strip() == ANSWER
         (turn,) = await sink.wait_turns(1)
     assert (turn.conversation_id, turn.question) == ("conv-42", QUESTION)

@@ -43,6 +43,7 @@ async def test_readme_genai_app_yields_a_complete_turn(tmp_path):
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), 60)
         assert proc.returncode == 0, err.decode()[-3000:]
+        assert err.decode() == ""  # copied as written, the example runs clean: no warning at all
         assert out.decode().strip() == "Refunds take 5 to 7 business days [kb-7]."
         (turn,) = await sink.wait_turns(1)
     assert turn.conversation_id == "conv-42"
