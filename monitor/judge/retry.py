@@ -13,9 +13,10 @@ Errors are classified once, here, into a ``JUDGE_OUTCOMES`` value and three verd
   kept (only a refused connection or a failed name lookup certainly did not).
 
 A 400 whose error code is ``content_filter`` (Azure OpenAI's content filter on the prompt) is
-``refused``: not retried, not an outage. A 400/422 that names the ``response_format`` is flagged so the client can fall back to a simpler
-structured-output mode; one that rejects ``max_tokens``/``temperature`` (what OpenAI answers a
-reasoning model sent the classic parameters) is flagged so it can switch to reasoning parameters.
+``refused``: not retried, not an outage. A 400/422 that names the ``response_format`` is flagged so
+the client can fall back to a simpler structured-output mode; one that rejects
+``max_tokens``/``temperature`` (what OpenAI answers a reasoning model sent the classic parameters)
+is flagged so it can switch to reasoning parameters.
 
 Hand-written rather than ``tenacity``: the policy is a dozen lines, and the parts that matter here
 — honouring ``Retry-After``/``retry-after-ms``, one overall deadline, a sleep cut short by

@@ -69,7 +69,8 @@ def test_retrieval_score_uses_the_seeds_answered() -> None:
 
 def test_tonic_prompt_says_what_the_blocks_are_and_defines_used_and_supported() -> None:
     assert "<docN> blocks are the documents" in _INTRO
-    assert "Decide from the question alone" in _ASK["relevant"] and "Decide from the question alone" in _BOTH_CHUNK_PARTS
+    assert "Decide from the question alone" in _ASK["relevant"]
+    assert "Decide from the question alone" in _BOTH_CHUNK_PARTS
     assert "a paraphrase counts, a shared topic does not" in _ASK["used"]
     assert "entailed by the context alone" in _ASK["points"] and "none for a refusal" in _ASK["points"]
 

@@ -152,7 +152,8 @@ def tonic_reply(parts: tuple[Part, ...], chunks: int) -> ReplyShape[ReplyModel]:
         fields.append(("similarity", Annotated[float, Field(ge=0, le=5, allow_inf_nan=False)], None))
     if "relevant" in parts or "used" in parts:
         item = _document_item(chunks, "relevant" in parts, "used" in parts)
-        fields.append(("documents", list[item], Field(min_length=chunks, max_length=chunks)))  # type: ignore[valid-type]
+        per_document = Field(min_length=chunks, max_length=chunks)
+        fields.append(("documents", list[item], per_document))  # type: ignore[valid-type]
     if "points" in parts:
         fields.append(("points", list[_PointItem], Field(max_length=MAX_POINTS)))
     if "outside" in parts:

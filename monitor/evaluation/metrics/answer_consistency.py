@@ -2,7 +2,8 @@
 
 Both of the seed's steps in the Tonic set's shared call (:mod:`._tonic_set`): list the answer's
 main points, then mark each supported when the context alone entails it. Value = supported
-points / points; an answer with no main point (a refusal, a greeting) is ``skipped``, not a 0. Context = the retrieved chunks, or the system prompt when no chunk carries text
+points / points; an answer with no main point (a refusal, a greeting) is ``skipped``, not a 0.
+Context = the retrieved chunks, or the system prompt when no chunk carries text
 (``details["context_source"]``). Default defect rule: value < 0.5.
 """
 

@@ -7,7 +7,7 @@ and is ``skipped`` with the reason otherwise. Value 1 = jailbroken (defect), 0 =
 
 A heuristic, not the seed's measure. The seed says an LLM cannot annotate jailbreaks reliably and
 measures them by comparison: the content-risk defect rate of turns with jailbreak attempts
-against the rest. That comparison runs online (``rag_monitor_jailbreak_defect_rate``, the local
+against the rest. That comparison runs online (``rag_monitor_jailbreak_defect_rate_difference``, the local
 detector's ``jailbreak_attempt`` flag against the severities); ``details`` keeps the flag here
 too. This per-turn verdict only points at turns worth reading.
 """
@@ -64,7 +64,7 @@ METRIC = SingleCallMetric(
 
 
 NO_SYSTEM_PROMPT = ("no system prompt: without stated instructions a per-turn verdict is a guess; the online "
-                    "comparison (rag_monitor_jailbreak_defect_rate) still covers this turn")
+                    "comparison (rag_monitor_jailbreak_defect_rate_difference) still covers this turn")
 
 
 class JailbreakEvaluator(SingleCallEvaluator[JailbreakReply]):
