@@ -18,7 +18,9 @@ __all__ = ["MetricResult", "MetricError", "Usage", "Status", "result_from_score"
 Usage = JudgeUsage
 """Judge usage of a result: ``prompt_tokens``, ``completion_tokens``, ``latency_seconds``, ``calls``."""
 
-Status = Literal["ok", "skipped", "error"]
+Status = Literal["ok", "skipped", "error", "unscored_refused"]
+"""``unscored_refused``: the judge refused or its provider's content filter blocked the call (no value;
+neither an error nor a verdict)."""
 
 
 class MetricError(RuntimeError):
@@ -69,7 +71,8 @@ class MetricResult:
         return self
 
 
-_STATUSES: dict[str, Status] = {"ok": "ok", "skipped": "skipped", "error": "error"}
+_STATUSES: dict[str, Status] = {"ok": "ok", "skipped": "skipped", "error": "error",
+                                "unscored_refused": "unscored_refused"}
 
 
 def _status(raw: str) -> Status:
@@ -99,8 +102,10 @@ def conversation_result(metric: str, turns: Sequence[MetricResult], aggregate: M
     usage = _total_usage(turns)
     if aggregate is None or aggregate.value is None:
         errors = [t for t in turns if t.status == "error"]
-        status: Status = "error" if errors else "skipped"
-        reason = (errors[0].reason if errors else turns[0].reason if turns else "no turn to evaluate")
+        refused = [t for t in turns if t.status == "unscored_refused"]
+        status: Status = "error" if errors else "unscored_refused" if refused else "skipped"
+        reason = (errors[0].reason if errors else refused[0].reason if refused
+                  else turns[0].reason if turns else "no turn to evaluate")
         return MetricResult(metric, None, scale, status, None, reason=reason,
                             error_type=errors[0].error_type if errors else None, usage=usage, turns=tuple(turns))
     graded = [t.passed for t in turns if t.passed is not None]

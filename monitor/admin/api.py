@@ -73,7 +73,7 @@ __all__ = [
     "encode_json",
 ]
 
-OUTCOMES = ("pass", "defect", "error", "skipped")
+OUTCOMES = ("pass", "defect", "error", "skipped", "unscored_refused")
 MAX_LIMIT = 1000
 _METRIC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 _NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
