@@ -33,8 +33,7 @@ import click
 from pydantic import ValidationError
 
 from monitor.config import MonitorConfig
-from monitor.evaluation.content_safety.backend import service_metric_ids
-from monitor.evaluation.content_safety.client import ContentSafetyClient
+from monitor.evaluation.content_safety.config import BACKEND as SERVICE_BACKEND
 from monitor.errors import ConfigError
 from monitor.offline.report import MetricSummary, fail_under_failures, parse_fail_under, render_table, row_record, summarise
 from monitor.offline.rows import Dataset, EvalRow, read_dataset
@@ -45,7 +44,6 @@ from monitor.evaluation.registry import MetricConfigError, build_evaluators, def
 from monitor.evaluation.runner import INTERNAL_ERROR, InternalErrors, evaluate_turn
 from monitor.evaluation.scoring import failed
 from monitor.interfaces import Evaluator
-from monitor.judge.client import JudgeClient
 from monitor.judge.config import JudgeConfig
 from monitor.judge.telemetry import RecordingJudgeTelemetry
 from monitor.model import Score, Turn
@@ -282,14 +280,28 @@ def _check_gate(limits: Mapping[str, float], metric_ids: Sequence[str], judge_on
             raise ConfigError(f"--fail-under {metric}: the judge is off, so this metric does not run")
 
 
+def service_metric_ids(config: EvaluationConfig) -> frozenset[str]:
+    """The metrics ``config`` puts on Azure AI Content Safety (they need no LLM judge). Computed
+    here rather than imported with the service's client, which loads the openai SDK (~0.5 s) that
+    a run without a judge or the service never uses."""
+    return frozenset(e.id for e in config.entries() if e.backend == SERVICE_BACKEND)
+
+
 async def _run_async(dataset: Dataset, evaluation: EvaluationConfig, judge_cfg: JudgeConfig, concurrency: int,
                      out: TextIO | None, telemetry: RecordingJudgeTelemetry) -> list[RowOutcome]:
-    judge = JudgeClient(judge_cfg, telemetry=telemetry) if judge_cfg.enabled else None
+    # The clients load the openai SDK: imported only by a run that calls a judge or the service.
+    judge = None
+    if judge_cfg.enabled:
+        from monitor.judge.client import JudgeClient
+
+        judge = JudgeClient(judge_cfg, telemetry=telemetry)
     async with contextlib.AsyncExitStack() as stack:
         if judge is not None:
             await stack.enter_async_context(judge)
         service = None
         if evaluation.content_safety is not None and service_metric_ids(evaluation):
+            from monitor.evaluation.content_safety.client import ContentSafetyClient
+
             service = await stack.enter_async_context(ContentSafetyClient(evaluation.content_safety, telemetry=telemetry))
         evaluators = build_evaluators(evaluation, judge, content_safety=service)
         if not evaluators:
