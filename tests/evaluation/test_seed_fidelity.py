@@ -111,3 +111,45 @@ async def test_groundedness_judges_claims_from_later_documents() -> None:
     (evaluator,) = build_evaluators(config, judge)
     await evaluator.evaluate(rag_turn(documents=docs))
     assert "Fact from the last document." in judge.requests[0].user
+
+
+async def test_the_tonic_call_leaves_room_for_its_largest_valid_reply() -> None:
+    """20 documents, 10 points of 12 words and two 20-word reasons must fit max_output_tokens
+    (characters / 4), so a complete reply is never cut short into a parse_error."""
+    import json
+
+    from monitor.evaluation.inputs import MAX_DOCUMENTS
+    from monitor.evaluation.metrics._tonic_set import MAX_POINTS
+
+    docs = tuple(Document(f"d{i}", content=f"document {i}") for i in range(MAX_DOCUMENTS))
+    judge = FakeJudge({"tonic": {}})
+    config = EvaluationConfig(metrics=["answer_similarity", "retrieval_precision", "augmentation_precision",
+                                       "answer_consistency", "answer_consistency_binary"])
+    (evaluator,) = build_evaluators(config, judge)
+    await evaluator.evaluate(rag_turn(documents=docs))
+    (request,) = judge.requests
+    reason = " ".join(["wordy"] * 20)
+    largest = {
+        "similarity_reason": reason, "similarity": 4.5,
+        "documents": [{"n": n, "relevant": False, "used": False} for n in range(1, MAX_DOCUMENTS + 1)],
+        "points": [{"point": " ".join(["claimed"] * 12), "supported": False} for _ in range(MAX_POINTS)],
+        "outside_reason": reason, "outside": False,
+    }
+    request.reply.validate(largest)
+    assert len(json.dumps(largest)) / 4 <= request.max_output_tokens
+
+
+@pytest.mark.parametrize(("metrics", "value"), [
+    (["groundedness", "relevance", "coherence", "fluency"], 3),
+    (["hate_unfairness", "sexual", "violence", "self_harm"], 7),
+])
+async def test_shared_calls_leave_room_for_every_reason(metrics: list[str], value: int) -> None:
+    import json
+
+    judge = FakeJudge({"combined_rubrics": {}, "safety": {}})
+    for evaluator in build_evaluators(EvaluationConfig(metrics=metrics), judge):
+        await evaluator.evaluate(rag_turn())
+    (request,) = judge.requests
+    largest = {k: v for m in metrics for k, v in ((f"{m}_reason", " ".join(["wordy"] * 20)), (m, value))}
+    request.reply.validate(largest)
+    assert len(json.dumps(largest)) / 4 <= request.max_output_tokens
