@@ -21,7 +21,7 @@ from pydantic import BaseModel
 __all__ = ["suggest_key", "suggest_tag", "user_loc", "bad_value", "key_lines", "unknown_metric_ids"]
 
 # Keys whose values are never echoed in an error (an API key, a bearer token, a password, a DSN).
-_SECRET_KEY = re.compile(r"key|token|password|secret|credential|url|dsn", re.I)
+_SECRET_KEY = re.compile(r"key|token|password|secret|credential|url|dsn|endpoint|header", re.I)
 _MAX_SHOWN = 60
 
 
