@@ -104,3 +104,11 @@ async def test_the_first_hour_server_with_a_judge_starts(tmp_path: Path) -> None
     (block,) = {b for page in PAGES for b in shell_blocks(page) if _is_serve(b) and "JUDGE" in b}
     log = await _serve(block, ROOT, tmp_path)
     assert "judge: gpt-4o-mini at https://api.openai.com/v1" in log
+    # The start-up log the page shows is the one this command writes (receivers and outputs name
+    # the ports and the store file, which this test moves).
+    page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    shown = [ln.strip().removeprefix("INFO monitor.app: ") for ln in page.splitlines() if "INFO monitor.app: " in ln]
+    assert len(shown) == 6
+    for line in shown:
+        if not line.startswith(("receivers:", "outputs:")):
+            assert f"INFO monitor.app: {line}\n" in log, f"getting-started.md shows a start-up line the server no longer writes: {line}"
