@@ -111,7 +111,7 @@ def conversation_result(metric: str, turns: Sequence[MetricResult], aggregate: M
     graded = [t.passed for t in turns if t.passed is not None]
     passed = all(graded) if graded else None
     details = {"aggregation": aggregate.method, "turns_ok": aggregate.ok, "turns_error": aggregate.errors,
-               "turns_skipped": aggregate.skipped}
+               "turns_skipped": aggregate.skipped, "turns_refused": aggregate.refused}
     # A worst-turn aggregate carries the worst turn's label (the severity band); a mean has none.
     label = (next((t.label for t in turns if t.value == aggregate.value), None)
              if aggregate.method == "max" else None)

@@ -97,6 +97,9 @@ class MetricAggregate:
     ok: int
     errors: int
     skipped: int
+    refused: int = 0
+    """Turns whose judge call was refused or filtered (``unscored_refused``): not in ``value``, so a
+    worst-turn safety aggregate can look clean while a turn was possibly harmful; read both."""
 
 
 def _usable(score: Score | None) -> float | None:
@@ -127,5 +130,6 @@ def aggregate_conversation(
             ok=len(present),
             errors=sum(1 for s in per_turn if s is not None and s.status == ScoreStatus.ERROR),
             skipped=sum(1 for s in per_turn if s is not None and s.status == ScoreStatus.SKIPPED),
+            refused=sum(1 for s in per_turn if s is not None and s.status == ScoreStatus.REFUSED),
         )
     return result

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from monitor.evaluation.conversation import ConversationFormatError, aggregate_conversation, turns_from_conversation
-from monitor.evaluation.scoring import failed, graded, skipped
+from monitor.evaluation.scoring import failed, graded, refused, skipped
 
 SEED = {
     "messages": [
@@ -59,6 +59,12 @@ def test_aggregation_mean_for_quality_max_for_safety_nan_safe() -> None:
     g, v = result["groundedness"], result["violence"]
     assert (g.method, g.value, g.turn_values, g.ok, g.errors) == ("mean", 3.5, (5.0, None, 2.0), 2, 1)
     assert (v.method, v.value, v.turn_values, v.skipped) == ("max", 6.0, (1.0, 6.0, None), 1)
+
+
+def test_refused_turns_are_counted_apart_not_in_the_worst_turn() -> None:
+    turns = [[graded("violence", 1, (0, 7), False)], [refused("violence", (0, 7), "content_filter")]]
+    v = aggregate_conversation(turns)["violence"]
+    assert (v.value, v.turn_values, v.ok, v.errors, v.skipped, v.refused) == (1.0, (1.0, None), 1, 0, 0, 1)
 
 
 def test_aggregation_without_values_is_none_not_nan() -> None:
