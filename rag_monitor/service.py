@@ -10,7 +10,6 @@ or loops use it.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import weakref
 from typing import Any, Awaitable, Callable, Coroutine, Generic, Protocol, TypeVar
 
@@ -29,17 +28,33 @@ class AsyncClient(Protocol):
 
 C = TypeVar("C", bound=AsyncClient)
 
-# Services whose client was started and not yet closed. A script that never calls close() (or
-# leaves no `with`) still gets its connection pool closed when the interpreter exits, instead of
-# aiohttp's "Unclosed client session" warning on stderr: atexit runs while the daemon loop thread
-# is still alive, so the client shuts down on its own loop.
-_OPEN: "weakref.WeakSet[ServiceHandle[Any]]" = weakref.WeakSet()
+
+class _Slot(Generic[C]):
+    """The started client, held apart from its :class:`ServiceHandle` so the handle's finalizer
+    can reach it without keeping the handle alive."""
+
+    def __init__(self) -> None:
+        self.client: C | None = None
 
 
-@atexit.register
-def _close_open_services() -> None:
-    for handle in list(_OPEN):
-        handle.close()
+def _close(loop: LoopThread, slot: _Slot[Any], shutdown_seconds: float) -> None:
+    """Shut the client down on its own loop and stop the loop: called by :meth:`ServiceHandle.close`,
+    or by the handle's finalizer when a handle that was never closed is garbage-collected or the
+    interpreter exits — so a forgotten ``close()`` costs no "Unclosed client session" warning."""
+    client, slot.client = slot.client, None
+    if not loop.running:
+        return
+
+    async def shutdown() -> None:
+        if client is not None:
+            await client.shutdown(asyncio.get_running_loop().time() + shutdown_seconds)
+
+    if loop.in_loop_thread():  # collected on the loop's own thread: it cannot block on itself
+        task = loop.loop().create_task(shutdown())
+        task.add_done_callback(lambda _: loop.loop().stop())
+        return
+    loop.run(shutdown())
+    loop.stop()
 
 
 class ServiceHandle(Generic[C]):
@@ -48,18 +63,24 @@ class ServiceHandle(Generic[C]):
     def __init__(self, name: str, factory: Callable[[], C], shutdown_seconds: float = 5.0) -> None:
         self._factory = factory
         self._loop = LoopThread(name)
-        self._client: C | None = None
+        self._slot: _Slot[C] = _Slot()
         self._shutdown_seconds = shutdown_seconds
         self._closed = False
+        # Runs once: on close(), when the handle is collected unclosed, or at interpreter exit
+        # (while the daemon loop thread still runs), whichever comes first.
+        self._finalizer = weakref.finalize(self, _close, self._loop, self._slot, shutdown_seconds)
+
+    @property
+    def _client(self) -> C | None:
+        return self._slot.client
 
     async def _started(self) -> C:
         # Runs on the service loop only, so no lock is needed around the lazy start.
-        if self._client is None:
+        if self._slot.client is None:
             client = self._factory()
             await client.start()
-            self._client = client
-            _OPEN.add(self)
-        return self._client
+            self._slot.client = client
+        return self._slot.client
 
     async def call(self, fn: Callable[[C], Awaitable[T]]) -> T:
         """``await fn(client)`` on the service loop, from any loop."""
@@ -97,27 +118,24 @@ class ServiceHandle(Generic[C]):
 
         return self._loop.run(on_loop())
 
-    async def _shutdown(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            await client.shutdown(asyncio.get_running_loop().time() + self._shutdown_seconds)
-
     def close(self) -> None:
         """Let in-flight calls finish (up to a few seconds), close the client, stop the thread."""
         if self._closed:
             return
         self._closed = True
-        _OPEN.discard(self)
-        if self._loop.running:
-            self._loop.run(self._shutdown())
-            self._loop.stop()
+        self._finalizer()
 
     async def aclose(self) -> None:
         """:meth:`close` for async code: the caller's loop is not blocked while it waits."""
         if self._closed:
             return
         self._closed = True
-        _OPEN.discard(self)
+        self._finalizer.detach()
+        client, self._slot.client = self._slot.client, None
         if self._loop.running:
-            await self._loop.run_async(self._shutdown())
+            async def shutdown() -> None:
+                if client is not None:
+                    await client.shutdown(asyncio.get_running_loop().time() + self._shutdown_seconds)
+
+            await self._loop.run_async(shutdown())
             self._loop.stop()

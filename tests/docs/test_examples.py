@@ -32,7 +32,7 @@ def example(page: str, name: str) -> str:
 async def _run(code: str, cwd: Path, **env: str) -> tuple[int, str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_MONITOR_", "OPENAI_"))}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-W", "error", "-X", "dev", "-c", code, cwd=cwd, env={**base, **env},
+        sys.executable, "-W", "error", "-c", code, cwd=cwd, env={**base, **env},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode is not None
