@@ -183,7 +183,7 @@ class Sidecar:
             self.fleet, requests_per_minute=cfg.judge.requests_per_minute, tokens_per_minute=cfg.judge.tokens_per_minute,
             on_exhausted=cfg.judge.on_budget_exhausted, max_wait_seconds=cfg.judge.max_budget_wait_seconds,
             clock=LoopClock(), telemetry=judge_telemetry)
-            if self.fleet is not None and (cfg.judge.requests_per_minute or cfg.judge.tokens_per_minute) else None)
+            if self.fleet is not None else None)  # without limits it still shares the 429 storm state
         self.judge = (JudgeClient(cfg.judge, telemetry=judge_telemetry, budget=fleet_budget)
                       if cfg.judge.enabled else None)
         self.content_safety = (ContentSafetyClient(cfg.evaluation.content_safety,
