@@ -395,8 +395,9 @@ class JudgeClient:
         breaker already counted the server as working). Free text that fails the schema is a
         ``parse_error``, never ``refused``: only the provider's own signals count as a refusal."""
         if reply.refusal:
-            # The judge declined to grade: an answer about the text, not a malformed reply.
-            raise JudgeError("refused", f"judge refused: {reply.refusal[:200]}")
+            # The judge declined to grade: an answer about the text, not a malformed reply. Its
+            # wording is not kept: it may quote the text, and a score's reason outlives redaction.
+            raise JudgeError("refused", "the judge refused to grade (message.refusal)")
         if reply.finish_reason == "content_filter":
             raise JudgeError("refused", "the judge provider's content filter blocked the reply (content_filter)")
         if reply.finish_reason == "length":
