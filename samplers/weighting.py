@@ -49,7 +49,8 @@ NodeCells = Callable[[int], "list[tuple[float, CellCounts]] | None"]
 
 def post_stratified_factor(cells: NodeCells, interval: int) -> float:
     """``(selected + carried) / kept`` of a node in ``interval``, each cell scaled by its ``1/p``;
-    carried = the estimated selections of the immediately preceding intervals that kept nothing."""
+    carried = the estimated selections of the run of immediately preceding intervals that selected
+    some and kept none (the walk stops at the first that kept some or selected none)."""
     def totals(i: int) -> tuple[float, float] | None:
         found = cells(i)
         if found is None:
@@ -62,7 +63,7 @@ def post_stratified_factor(cells: NodeCells, interval: int) -> float:
     carried = 0.0
     for earlier in range(interval - 1, interval - LOOKBACK - 1, -1):
         found = totals(earlier)
-        if found is None or found[1] > 0:
+        if found is None or found[1] > 0 or found[0] <= 0:
             break
         carried += found[0]
     return max(1.0, (own[0] + carried) / own[1])
@@ -120,6 +121,7 @@ class CellLedger:
         self._max = max_cells
         self._cells: OrderedDict[str, CellCounts] = OrderedDict()
         self._by_node: dict[tuple[int, str], dict[float, CellCounts]] = {}
+        self._final: dict[str, float] = {}  # factors of closed intervals: they never change
         self.evicted = 0
 
     def interval(self, at: float | None = None) -> int:
@@ -166,7 +168,13 @@ class CellLedger:
             return 1.0
         if not self.closed(parsed[1]):
             return None
-        return self.factor_now(cell)
+        known = self._final.get(cell)
+        if known is None:
+            known = self.factor_now(cell)
+            if len(self._final) >= self._max:
+                self._final.clear()
+            self._final[cell] = known
+        return known
 
     def factor_now(self, cell: str) -> float:
         """The factor from the counts so far, final or not (an early release)."""

@@ -56,6 +56,7 @@ class FleetTraffic:
         self._horizon = max(interval_seconds, horizon_seconds)
         self._settle = settle_seconds
         self._final: dict[int, dict[str, int]] = {}
+        self._factors: dict[str, float] = {}  # final factors by cell: they never change
         self._partial: dict[int, dict[str, int]] = {}
         self._wanted: set[int] = set()
         self._task: asyncio.Task[None] | None = None
@@ -113,7 +114,13 @@ class FleetTraffic:
             return 1.0
         interval = parsed[1]
         if interval in self._final:
-            return post_stratified_factor(lambda i: self._node_cells(i, parsed[3]), interval)
+            known = self._factors.get(cell)
+            if known is None:
+                known = post_stratified_factor(lambda i: self._node_cells(i, parsed[3]), interval)
+                if len(self._factors) >= _MAX_CACHED * 4:
+                    self._factors.clear()
+                self._factors[cell] = known
+            return known
         end = (interval + 1) * self.interval_seconds
         now = self._link.server_time()
         if now < end + self._settle:

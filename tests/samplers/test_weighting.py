@@ -174,3 +174,17 @@ def test_a_full_gate_releases_the_oldest_early_and_counts_it():
     big = EvaluationResult(Turn("f" * 32, "c", "q" * 20_000, "a."), (), 2.0, "rate_limit", cell=cell)
     gate.consume_result(big)  # over the byte bound: goes at once
     assert sink.results[-1] is not big and sink.results[-1].turn.trace_id == "f" * 32
+
+
+def test_selections_are_carried_only_across_intervals_that_selected_and_kept_nothing():
+    clock = Clock()
+    ledger = CellLedger(1.0, clock=clock)
+    base = int(clock.now)
+    cells = {}
+    for offset, (arrivals, kept) in {0: (20, 0), 2: (10, 5)}.items():  # interval 1 saw no traffic
+        clock.now = base + offset + 0.5
+        cells[offset] = ledger.name("rate_limit", 1.0)
+        for i in range(arrivals):
+            ledger.record(cells[offset], "sampled" if i < kept else "shed")
+    clock.now = base + 10
+    assert ledger.factor(cells[2]) == 10 / 5  # the run of emptied intervals is broken by a quiet one
