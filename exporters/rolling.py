@@ -33,8 +33,8 @@ __all__ = ["WindowStats", "TrendPoint", "RollingStats", "RollingCollector"]
 
 _SLOTS_PER_SHORTEST = 30
 # Slot layout: [slot index, evaluations, defects, errors, skipped, weight, defect weight,
-#               weight², score sum, scores]
-_IDX, _N, _DEF, _ERR, _SKIP, _W, _DW, _W2, _SSUM, _SN = range(10)
+#               weight², score sum, scores, refused]
+_IDX, _N, _DEF, _ERR, _SKIP, _W, _DW, _W2, _SSUM, _SN, _REF = range(11)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,7 @@ class WindowStats:
     lower: float
     upper: float
     mean_score: float  # NaN when no score value
+    refused: int = 0  # unscored_refused: the judge refused or a content filter blocked (not in the rate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ class TrendPoint:
 
 
 def _empty(index: int) -> list[float]:
-    return [index, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0]
+    return [index, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0]
 
 
 def _add(acc: list[float], slot: list[float]) -> None:
@@ -89,7 +90,7 @@ def _stats(window: str, seconds: float, acc: list[float]) -> WindowStats:
         eff = 0.0
     mean = acc[_SSUM] / acc[_SN] if acc[_SN] else math.nan
     return WindowStats(window, seconds, n, int(acc[_DEF]), int(acc[_ERR]), int(acc[_SKIP]), w, dw, eff,
-                       rate, lower, upper, mean)
+                       rate, lower, upper, mean, int(acc[_REF]))
 
 
 class RollingStats:
@@ -178,6 +179,8 @@ class RollingStats:
                 slot[_DW] += weight
         elif outcome == "error":
             slot[_ERR] += 1
+        elif outcome == "unscored_refused":
+            slot[_REF] += 1
         else:
             slot[_SKIP] += 1
         if value is not None and math.isfinite(value):

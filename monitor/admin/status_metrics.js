@@ -87,6 +87,12 @@ function windowCell(name, w, longest, note) {
     sub.setAttribute("title", "weighted by sampling; effective n = " + w.effective_n.toFixed(1));
   }
   td.append(sub);
+  // Turns the judge refused or its content filter blocked: not in the rate, often the harmful ones.
+  if (w.refused) {
+    td.append(el("div", { "class": "sub error", "data-field": "refused",
+                          "title": "judge refused or content filter blocked: unscored_refused" },
+                 "possibly harmful, not scored: ", w.refused));
+  }
   if (note) td.append(el("div", { "class": "sub", "data-field": "same-as" }, note));
   return td;
 }

@@ -16,7 +16,8 @@ null for a metric not in the configuration), ``reasons`` ({"skipped": [R], "erro
 the longest window; empty without the result store).
 
 W: ``seconds``; ``evaluations`` (scored turns: pass + defect); ``defects``, ``errors``,
-``skipped`` (counts); ``weight``, ``defect_weight`` (sums of inverse-probability weights);
+``skipped``, ``refused`` (counts; ``refused``: unscored_refused, the judge refused or a content
+filter blocked the call — possibly harmful, not scored, not in the defect rate); ``weight``, ``defect_weight`` (sums of inverse-probability weights);
 ``effective_n`` (Kish effective sample size behind the interval); ``defect_rate`` (weighted,
 0–1); ``lower``/``upper`` (95% Wilson bounds); ``mean`` (mean score on the metric's scale).
 
@@ -57,6 +58,8 @@ class WindowStatsView(Protocol):
     def errors(self) -> int: ...
     @property
     def skipped(self) -> int: ...
+    @property
+    def refused(self) -> int: ...
     @property
     def weight(self) -> float: ...
     @property
@@ -112,7 +115,8 @@ def window_document(stats: WindowStatsView) -> dict[str, Any]:
     """One window's stats as the ``W`` object (NaN and infinities as null)."""
     return {
         "seconds": stats.seconds, "evaluations": stats.evaluations, "defects": stats.defects,
-        "errors": stats.errors, "skipped": stats.skipped, "weight": _finite(stats.weight),
+        "errors": stats.errors, "skipped": stats.skipped, "refused": stats.refused,
+        "weight": _finite(stats.weight),
         "defect_weight": _finite(stats.defect_weight), "effective_n": _finite(stats.effective_n),
         "defect_rate": _finite(stats.defect_rate), "lower": _finite(stats.lower),
         "upper": _finite(stats.upper), "mean": _finite(stats.mean_score),

@@ -68,7 +68,8 @@ def test_reading_sums_the_counters_by_their_key():
     assert r.counts["sampling"] == {"sampled": 1.0, "not_sampled": 1.0}
     assert r.counts["sampled_by_policy"] == {"rate_limit": 1.0}
     assert r.counts["judge_requests"] == {"timeout": 1.0}
-    assert r.counts["evaluations"] == {"pass": 1.0, "defect": 0.0, "error": 1.0, "skipped": 0.0}
+    assert r.counts["evaluations"] == {"pass": 1.0, "defect": 0.0, "error": 1.0, "skipped": 0.0,
+                                           "unscored_refused": 0.0}
     assert r.queues == {"evaluation": (3.0, 1000.0)}
     assert r.gauges["pending_traces"] == 2.0 and r.gauges["open_conversations"] == 1.0
     assert r.gauges["judge_circuit_open"] == 1.0

@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from exporters.rolling import RollingCollector, RollingStats
 from exporters.stats import Z_95, wilson_interval
+from monitor.model import ScoreStatus
 from tests.exporters.results import result, score
 
 WINDOWS = (("5m", 300.0), ("1h", 3600.0))
@@ -67,6 +68,17 @@ def test_errors_and_skips_are_counted_but_not_rated() -> None:
     s = rolling.summary()
     assert (s["coherence"]["5m"].errors, s["coherence"]["5m"].evaluations, s["coherence"]["5m"].defect_rate) == (1, 1, 0)
     assert s["f1_score"]["1h"].skipped == 1 and math.isnan(s["f1_score"]["1h"].defect_rate)
+
+
+def test_refusals_are_counted_apart_not_rated_and_reach_the_summary_document() -> None:
+    from monitor.admin.summary import window_document
+
+    rolling = RollingStats(WINDOWS, clock=Clock())
+    rolling.consume_result(result(score("violence", None, status=ScoreStatus.REFUSED, scale=(0.0, 7.0)),
+                                  score("violence", 1.0, defect=False, scale=(0.0, 7.0))))
+    w = rolling.summary()["violence"]["5m"]
+    assert (w.refused, w.evaluations, w.skipped, w.errors, w.defect_rate) == (1, 1, 0, 0, 0.0)
+    assert window_document(w)["refused"] == 1
 
 
 def test_memory_is_fixed_by_windows_and_keys_not_by_traffic() -> None:
