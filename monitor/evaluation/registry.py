@@ -47,6 +47,7 @@ __all__ = [
     "MetricConfigError",
     "default_registry",
     "build_evaluators",
+    "prompt_versions",
     "METRIC_PACKAGES",
 ]
 
@@ -291,3 +292,10 @@ def build_evaluators(
                           else parse_severity_level(config.refused_severity)),  # validated: an int already
     )
     return registry.build(ctx, list(options)) + service_built
+
+
+def prompt_versions(evaluators: Sequence[Evaluator]) -> dict[str, str]:
+    """Metric id -> the ``prompt_version`` its judge prompt has in these evaluators (judge metrics
+    only; the same hash every Score of the metric carries in ``details["prompt_version"]``), for a
+    calibration set or a report to record which wording produced its values."""
+    return {m: v for e in evaluators for m, v in getattr(e, "prompt_versions", {}).items()}

@@ -90,4 +90,5 @@ async def test_overall_score_wraps_configured_tonic_metrics() -> None:
     assert wrapper.metric_ids == ("answer_similarity", "answer_consistency_binary", "overall_score")
     scores = {s.metric: s for s in await wrapper.evaluate(rag_turn())}
     assert scores["overall_score"].value == pytest.approx(0.5)
+    assert scores["overall_score"].reason == "mean of 2: answer_similarity 1.00, answer_consistency_binary 0.00"
     assert scores["overall_score"].defect is False

@@ -138,3 +138,12 @@ def test_membership_of_a_shared_call_does_not_move_a_version() -> None:
     full = _versions(SHARED["combined_rubrics"], combine=True)
     two = _versions(SHARED["combined_rubrics"][:2], combine=True)
     assert two == {m: full[m] for m in two}
+
+
+def test_prompt_versions_of_a_configuration_match_what_the_scores_carry() -> None:
+    from monitor.evaluation.registry import prompt_versions
+
+    config = EvaluationConfig(metrics=[*JUDGE_METRICS, "overall_score"])
+    versions = prompt_versions(build_evaluators(config, RecordingJudge()))
+    assert set(versions) == set(JUDGE_METRICS)  # overall_score is arithmetic: no prompt of its own
+    assert versions == _versions(JUDGE_METRICS, combine=True)

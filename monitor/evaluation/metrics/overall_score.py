@@ -53,6 +53,8 @@ class OverallScoreEvaluator:
         self._threshold = threshold
         self._errors = InternalErrors()
         self.metric_ids = tuple(m for e in self._inner for m in e.metric_ids) + (METRIC_ID,)
+        # The judged metrics' prompt versions (overall_score is arithmetic: it has none of its own).
+        self.prompt_versions = {m: v for e in self._inner for m, v in getattr(e, "prompt_versions", {}).items()}
 
     async def evaluate(self, turn: Turn) -> Sequence[Score]:
         """The inner scores followed by the overall score."""
@@ -62,7 +64,9 @@ class OverallScoreEvaluator:
         if overall is None:
             return [*scores, skipped(METRIC_ID, SCALE, "no Tonic metric produced a value")]
         value, terms = overall
-        return [*scores, graded(METRIC_ID, value, SCALE, value < self._threshold, details={"terms": terms})]
+        reason = f"mean of {len(terms)}: " + ", ".join(f"{m} {v:.2f}" for m, v in terms.items())
+        return [*scores, graded(METRIC_ID, value, SCALE, value < self._threshold, reason=reason,
+                                details={"terms": terms})]
 
 
 def register(registry: MetricRegistry) -> None:
