@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from monitor.evaluation.local.jailbreak.model import score_text
+from monitor.evaluation.local.jailbreak.model import Weights, load_weights, read_weights, score_text
 from tools.jailbreak_detector.calibration import generate
 from tools.jailbreak_detector.evaluate import is_hard_negative
 from tools.jailbreak_detector.example import Example
@@ -67,11 +67,13 @@ def fetch() -> None:
                         "--dest", str(CACHE), f"{dist}=={PACKAGES[dist]}"], check=True)
 
 
-def score_all() -> list[Scored]:
+def score_all(weights: Weights | None = None) -> list[Scored]:
+    weights = weights or load_weights()
     out = []
     for turn in generate():
         example = Example(turn.text, 0, "rag-monitor/calibration")
-        out.append(Scored(score_text(turn.text).probability, 0, turn.kind, is_hard_negative(example), turn.language))
+        out.append(Scored(score_text(turn.text, weights).probability, 0, turn.kind, is_hard_negative(example),
+                          turn.language))
     wheels = Wheels(CACHE)
     seen: set[str] = set()
     for name in sorted(HELD_OUT):
@@ -80,7 +82,7 @@ def score_all() -> list[Scored]:
             if not example.text.strip() or key in seen:
                 continue
             seen.add(key)
-            out.append(Scored(score_text(example.text).probability, example.label, f"heldout:{name}",
+            out.append(Scored(score_text(example.text, weights).probability, example.label, f"heldout:{name}",
                               is_hard_negative(example)))
     return out
 
@@ -182,13 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fetch", action="store_true", help="download the held-out wheels first")
     parser.add_argument("--report", type=Path, help="write the figures as JSON here")
     parser.add_argument("--markdown", type=Path, help="print the tables of an existing report and stop")
+    parser.add_argument("--weights", type=Path, help="score with these weights instead of the shipped ones")
     args = parser.parse_args(argv)
     if args.markdown:
         sys.stdout.write(markdown(json.loads(args.markdown.read_text())))
         return 0
     if args.fetch:
         fetch()
-    result = report(score_all())
+    result = report(score_all(read_weights(args.weights) if args.weights else None))
     print(json.dumps({"points": result["points"], "counts": result["counts"]}, indent=1))
     for row in result["table"]:
         t = row["threshold"]
