@@ -65,8 +65,8 @@ class FleetDecisions(Protocol):
         """Call ``deliver`` with the conversation's decision, now or after the fleet answers; never waits."""
         ...
 
-    async def drain(self) -> None:
-        """Deliver what is still waiting (decided locally) and stop taking batches."""
+    async def drain(self, deadline: float | None = None) -> None:
+        """Deliver what is still waiting (decided locally) and stop taking batches, by ``deadline``."""
         ...
 
 
@@ -291,7 +291,7 @@ class EvaluationStage:
         without one, is dropped and counted. Never raises, never outlives ``deadline`` by more
         than the workers' cancellation."""
         if self._fleet is not None:  # turns still waiting for the fleet's decision: decided here, queued
-            await self._fleet.drain()
+            await self._fleet.drain(deadline)
         self._accepting = False
         tasks = [t for t in (self._resume_task, self._claim_task) if t is not None]
         self._resume_task = self._claim_task = None

@@ -50,7 +50,11 @@ FLEET_DECISIONS = counter(
     "taken alone stored for the fleet once Redis answered).", "source")
 
 _BATCH = 512
+# How long a batch gathers the rest of a burst: short while batches are large, longer when they are
+# small (a quiet replica would otherwise pay two round trips for every few conversations).
 _GATHER_SECONDS = 0.02
+_GATHER_QUIET_SECONDS = 0.1
+_SMALL_BATCH = 16
 _SEP = "\x1f"
 
 # KEYS: decision keys. ARGV[1]: TTL in ms. Returns each stored decision or "" (none), TTL refreshed.
@@ -139,7 +143,8 @@ class FleetDecider:
         self._queue: deque[tuple[Turn, Deliver]] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._current: list[tuple[Turn, Deliver]] = []  # the batch between its pop and its delivery
+        self._current: deque[tuple[Turn, Deliver]] = deque()  # the batch's turns not delivered yet
+        self._gather = _GATHER_SECONDS
         self._alone: OrderedDict[str, str] = OrderedDict()  # decided alone, to write back (bounded)
         link.on_recovery(self.write_back)
 
@@ -181,18 +186,20 @@ class FleetDecider:
                 await self._wake.wait()
                 # Let the rest of a burst arrive (an OTLP batch assembles within a few ms): drawn
                 # together, a burst is drawn in the uniforms' order (see _resolve).
-                await asyncio.sleep(_GATHER_SECONDS)
-            batch = self._current = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
+                await asyncio.sleep(self._gather)
+            batch = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
+            self._current = deque(batch)
             self._bytes -= sum(turn.text_bytes for turn, _ in batch)
+            self._gather = _GATHER_QUIET_SECONDS if len(batch) < _SMALL_BATCH else _GATHER_SECONDS
             try:
                 await self._settle(batch)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # a bug here must not strand the batch: decide it alone
+            except Exception:  # a bug here must not strand the batch: decide what is left alone
                 log.exception("fleet: deciding a batch failed; decided locally")
-                for turn, deliver in batch:
+                while self._current:
+                    turn, deliver = self._current.popleft()
                     deliver(turn, self._decide_alone(turn))
-            self._current = []
 
     async def _settle(self, batch: list[tuple[Turn, Deliver]]) -> None:
         unknown: OrderedDict[str, Turn] = OrderedDict()
@@ -206,7 +213,8 @@ class FleetDecider:
             if self._stage.cached(key) is None:  # Redis away: alone
                 self._telemetry.add(FLEET_DECISIONS, source="local")
                 self._decide_alone(turn)
-        for turn, deliver in batch:
+        while self._current:
+            turn, deliver = self._current.popleft()
             key = conversation_key(turn)
             # Cached now: the same decision for every turn. The first turn of a conversation settled
             # here was already reported to the policies (adopt/decide); later ones are reported now.
@@ -217,7 +225,7 @@ class FleetDecider:
     async def _resolve(self, unknown: OrderedDict[str, Turn]) -> None:
         keys = list(unknown)
         redis_keys = [self._link.key("decision", k) for k in keys]
-        stored = await self._link.run(lambda r: r.eval(_LOOKUP, len(redis_keys), *redis_keys, self._ttl_ms))
+        stored = await self._link.script(_LOOKUP, redis_keys, [self._ttl_ms])
         if stored is None:
             return
         proposals: list[tuple[str, SamplingDecision, str, list[str]]] = []
@@ -235,10 +243,10 @@ class FleetDecider:
         # not reach the others' earlier batches: short ones), and post-stratification needs the kept
         # to be like the shed.
         fresh.sort(key=self._stage.uniform)
+        interval = self._traffic.interval()
         for key in fresh:
             result = self._stage.draw(unknown[key])
             decision = result.decision
-            interval = self._traffic.interval()
             if decision.cell is not None:
                 # Per replica: each replica's cap sheds at its own rate, and which replica decides a
                 # conversation depends on where its turns land (a long one reaches the first batch
@@ -263,7 +271,7 @@ class FleetDecider:
                 _, _, rest = decision.cell.split("/", 2)  # "<p>/<node>" within the interval's hash
                 cell = rest
             args += [encode_decision(decision), cell, outcome, _SEP.join(nodes)]
-        replies = await self._link.run(lambda r: r.eval(_PROPOSE, len(keys), *keys, *args))
+        replies = await self._link.script(_PROPOSE, keys, args)
         if replies is None:
             return  # Redis went away between the round trips: these conversations are decided alone
         for (key, decision, _, _), reply in zip(proposals, replies):
@@ -280,8 +288,7 @@ class FleetDecider:
         while self._alone and self._link.healthy:
             items = [self._alone.popitem(last=False) for _ in range(min(_BATCH, len(self._alone)))]
             keys = [self._link.key("decision", k) for k, _ in items]
-            stored = await self._link.run(
-                lambda r: r.eval(_WRITE_BACK, len(keys), *keys, self._ttl_ms, *(v for _, v in items)))
+            stored = await self._link.script(_WRITE_BACK, keys, [self._ttl_ms, *(v for _, v in items)])
             if stored is None:
                 for key, value in items:  # still away: keep them for the next recovery
                     self._alone[key] = value
@@ -294,15 +301,18 @@ class FleetDecider:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="rag-monitor-fleet-decisions")
 
-    async def drain(self) -> None:
-        """Stop batching; decide what is still queued here, alone (shutdown: nothing accepted is lost)."""
+    async def drain(self, deadline: float | None = None) -> None:
+        """Stop batching; decide what is still queued here, alone (shutdown: nothing accepted is lost).
+        The batch task is given until ``deadline`` (a ``loop.time()``; at most a second) to stop."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        # Delivery is synchronous and last in a batch: a batch cut off in a round trip got none.
+            loop = asyncio.get_running_loop()
+            limit = 1.0 if deadline is None else min(1.0, max(0.0, deadline - loop.time()))
+            await asyncio.wait([task], timeout=limit)
+        # What the cut-off batch had not delivered yet (delivery pops as it goes), then the queue.
         self._queue.extendleft(reversed(self._current))
-        self._current = []
+        self._current = deque()
         self._bytes = 0
         while self._queue:
             turn, deliver = self._queue.popleft()
@@ -310,5 +320,5 @@ class FleetDecider:
             deliver(turn, self._decide_alone(turn))
 
     async def shutdown(self, deadline: float | None = None) -> None:
-        await self.drain()
+        await self.drain(deadline)
 

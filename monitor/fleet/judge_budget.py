@@ -175,9 +175,9 @@ class FleetJudgeBudget:
                 continue
             entry = f"{self._link.replica_id}:{next(self._ids)}"
             hold = max(0.0, deadline - self._clock.now()) + self.window_seconds
-            reply = await self._link.run(lambda r: r.eval(
-                _ACQUIRE, 5, *self._keys, self._storm_key, entry, str(tokens), str(self._tpm or 0),
-                str(self._rpm or 0), str(self.window_seconds), f"{hold:.3f}"))
+            reply = await self._link.script(
+                _ACQUIRE, [*self._keys, self._storm_key],
+                [entry, str(tokens), str(self._tpm or 0), str(self._rpm or 0), str(self.window_seconds), f"{hold:.3f}"])
             if reply is None:
                 continue  # the link is degraded now: the failure mode decides
             granted, wait, storm = int(reply[0]), float(reply[1]), int(reply[2])
@@ -231,7 +231,7 @@ class FleetJudgeBudget:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        task = loop.create_task(self._link.run(lambda r: r.eval(script, len(keys), *keys, *args)))
+        task = loop.create_task(self._link.script(script, keys, args))
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -76,6 +76,7 @@ class FleetLink:
         self._fleet_size: int | None = None
         self._server_offset = 0.0  # Redis server clock minus ours, from the last heartbeat
         self._on_recovery: list[Callable[[], Awaitable[None]]] = []
+        self._scripts: dict[str, tuple[aioredis.Redis, Any]] = {}
 
     def _default_client(self) -> aioredis.Redis:
         timeout = self.config.timeout_seconds
@@ -120,6 +121,17 @@ class FleetLink:
         self._on_recovery.append(callback)
 
     # -- operations ------------------------------------------------------------------------
+
+    async def script(self, text: str, keys: Sequence[str], args: Sequence[str]) -> Any:
+        """Run a server-side script by its SHA (``EVALSHA``; loaded again after a Redis restart):
+        the script's text is not sent with every call. None when Redis fails, as :meth:`run`."""
+        return await self.run(lambda r: self._registered(r, text)(keys=list(keys), args=list(args)))
+
+    def _registered(self, client: aioredis.Redis, text: str) -> Any:
+        found = self._scripts.get(text)
+        if found is None or found[0] is not client:
+            found = self._scripts[text] = (client, client.register_script(text))
+        return found[1]
 
     async def run(self, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> T | None:
         """``operation(client)`` within ``fleet.timeout_seconds``; None (counted, link degraded)
@@ -182,8 +194,7 @@ class FleetLink:
 
     async def _beat(self) -> None:
         period = self.config.heartbeat_seconds
-        reply = await self.run(lambda r: r.eval(_HEARTBEAT, 1, self.key("replicas"), self.replica_id,
-                                                str(period * _ALIVE_PERIODS)))
+        reply = await self.script(_HEARTBEAT, [self.key("replicas")], [self.replica_id, str(period * _ALIVE_PERIODS)])
         if reply is not None:
             self._fleet_size = max(1, int(reply[0]))
             self._server_offset = float(reply[1]) - time.time()

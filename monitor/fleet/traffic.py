@@ -167,12 +167,22 @@ class FleetTraffic:
 
     # -- sync ------------------------------------------------------------------------------
 
-    async def sync(self) -> bool:
-        """Read the intervals that are closed but not final yet (and those asked for); True on success."""
+    def _due(self, now: float) -> list[int]:
+        """Intervals that can be read as final now but were not yet (and those asked for)."""
+        current = self.interval(now)
+        span = math.ceil(self._horizon / self.interval_seconds) + 2
+        ready = {i for i in range(current - span, current)
+                 if i not in self._final and now >= (i + 1) * self.interval_seconds + self.grace}
+        return sorted(ready | self._wanted)
+
+    async def sync(self, *, partial: bool = False) -> bool:
+        """Read the intervals that became final (and those asked for; with ``partial``, every recent
+        one not final yet too); True on success. Without anything due no round trip is made."""
         now = self._link.server_time()
         current = self.interval(now)
         span = math.ceil(self._horizon / self.interval_seconds) + 2
-        todo = sorted({i for i in range(current - span, current) if i not in self._final} | self._wanted)
+        todo = (sorted({i for i in range(current - span, current + 1) if i not in self._final} | self._wanted)
+                if partial else self._due(now))
         if not todo:
             return True
         # An interval read at or after its end + grace is final: every decision of it has landed.
