@@ -263,3 +263,12 @@ def test_a_judge_left_open_closes_at_exit_without_a_warning() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["ok", "ok"]
     assert "Unclosed" not in proc.stderr and proc.stderr.strip() == "", proc.stderr
+
+
+def test_eval_summary_counts_refusals_apart_from_skips() -> None:
+    from monitor.model import Score, ScoreStatus
+    from monitor.offline.report import render_table, summarise
+    refused = Score("violence", None, (0.0, 7.0), status=ScoreStatus.REFUSED, reason="content filter")
+    summaries = summarise([[refused], [refused]])
+    assert (summaries["violence"].refused, summaries["violence"].skipped) == (2, 0)
+    assert "refused in violence: 2 (the judge refused or a content filter blocked the call" in render_table(summaries)

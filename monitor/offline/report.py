@@ -37,6 +37,9 @@ class MetricSummary:
     defects: int = 0
     errors: int = 0
     skipped: int = 0
+    refused: int = 0
+    """The judge refused or its provider's content filter blocked the call (``unscored_refused``):
+    possibly harmful text, neither an error nor a skip."""
     error_types: Counter[str] = field(default_factory=Counter)
     skip_causes: Counter[str] = field(default_factory=Counter)
     """Why turns got no score (the evaluator's reason), with how many."""
@@ -67,6 +70,8 @@ class MetricSummary:
         elif score.status == ScoreStatus.ERROR:
             self.errors += 1
             self.error_types[score.error_type or "unknown"] += 1
+        elif score.status == ScoreStatus.REFUSED:
+            self.refused += 1
         else:
             self.skipped += 1
             self.skip_causes[_cause(score.reason)] += 1
@@ -110,6 +115,9 @@ def render_table(summaries: Mapping[str, MetricSummary]) -> str:
             kinds = ", ".join(f"{kind} {count}" for kind, count in s.error_types.most_common())
             lines.append(f"errors in {s.metric}: {kinds}")
     for s in summaries.values():
+        if s.refused:
+            lines.append(f"refused in {s.metric}: {s.refused} (the judge refused or a content filter blocked the "
+                         "call: possibly harmful, not scored)")
         for cause, count in s.skip_causes.most_common(3):
             lines.append(f"skipped in {s.metric}: {count} × {cause}")
         if len(s.skip_causes) > 3:
