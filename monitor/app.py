@@ -202,7 +202,8 @@ class Sidecar:
             self.fleet_decider = FleetDecider(
                 sampling, self.fleet, self.fleet_traffic, self.telemetry,
                 ttl_seconds=max(3600.0, 2 * cfg.assembly.conversation_idle_seconds),
-                max_pending=cfg.fleet.max_pending_decisions, max_pending_bytes=cfg.fleet.max_pending_bytes)
+                max_pending=cfg.fleet.max_pending_decisions, max_pending_bytes=cfg.fleet.max_pending_bytes,
+                max_batch_wait_seconds=cfg.fleet.max_batch_wait_seconds)
         self.store = (build_store(exp.store, self.telemetry, replica_id=cfg.fleet.replica())
                       if exp.store.enabled else None)
         if self.store is not None and exp.store.dialect == "postgresql":

@@ -73,6 +73,10 @@ class FleetConfig(BaseModel):
                                       "within three heartbeats)")
     sync_seconds: float = Field(
         0.5, gt=0, le=10, description="how often arrival counts are pushed and the fleet's figures read back")
+    max_batch_wait_seconds: float = Field(
+        0.5, ge=0.02, le=5, description="how long a decision batch may gather turns when traffic is light (the "
+                                         "window doubles after each small batch up to this, and falls back to 20 ms "
+                                         "after a large one): fewer Redis round trips, later decisions")
     max_pending_decisions: int = Field(
         10_000, gt=0, description="turns waiting for the fleet's decision; past it a turn is decided locally "
                                   "and counted")

@@ -50,10 +50,10 @@ FLEET_DECISIONS = counter(
     "taken alone stored for the fleet once Redis answered).", "source")
 
 _BATCH = 512
-# How long a batch gathers the rest of a burst: short while batches are large, longer when they are
-# small (a quiet replica would otherwise pay two round trips for every few conversations).
+# How long a batch gathers the rest of a burst: short while batches are large; doubled after each
+# small one up to fleet.max_batch_wait_seconds (a quiet replica would otherwise pay two round trips
+# for every few conversations: the fleet's cost follows round trips, benchmarks/README-fleet.md).
 _GATHER_SECONDS = 0.02
-_GATHER_QUIET_SECONDS = 0.1
 _SMALL_BATCH = 16
 _SEP = "\x1f"
 
@@ -131,7 +131,8 @@ class FleetDecider:
     """Batches first-turn decisions through Redis (see the module doc); ``start``/``shutdown``."""
 
     def __init__(self, stage: SamplingStage, link: FleetLink, traffic: FleetTraffic, telemetry: Telemetry, *,
-                 ttl_seconds: float, max_pending: int, max_pending_bytes: int = 64 * 1024 * 1024) -> None:
+                 ttl_seconds: float, max_pending: int, max_pending_bytes: int = 64 * 1024 * 1024,
+                 max_batch_wait_seconds: float = 0.5) -> None:
         self._stage = stage
         self._link = link
         self._traffic = traffic
@@ -139,6 +140,7 @@ class FleetDecider:
         self._ttl_ms = str(int(ttl_seconds * 1000))
         self._max_pending = max_pending
         self._max_bytes = max_pending_bytes
+        self._max_wait = max(_GATHER_SECONDS, max_batch_wait_seconds)
         self._bytes = 0
         self._queue: deque[tuple[Turn, Deliver]] = deque()
         self._wake = asyncio.Event()
@@ -190,7 +192,7 @@ class FleetDecider:
             batch = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
             self._current = deque(batch)
             self._bytes -= sum(turn.text_bytes for turn, _ in batch)
-            self._gather = _GATHER_QUIET_SECONDS if len(batch) < _SMALL_BATCH else _GATHER_SECONDS
+            self._gather = (min(self._max_wait, self._gather * 2) if len(batch) < _SMALL_BATCH else _GATHER_SECONDS)
             try:
                 await self._settle(batch)
             except asyncio.CancelledError:
