@@ -74,7 +74,7 @@ class FleetConfig(BaseModel):
     sync_seconds: float = Field(
         0.5, gt=0, le=10, description="how often arrival counts are pushed and the fleet's figures read back")
     max_batch_wait_seconds: float = Field(
-        0.5, ge=0.02, le=5, description="how long a decision batch may gather turns when traffic is light (the "
+        1.0, ge=0.02, le=5, description="how long a decision batch may gather turns when traffic is light (the "
                                          "window doubles after each small batch up to this, and falls back to 20 ms "
                                          "after a large one): fewer Redis round trips, later decisions")
     max_pending_decisions: int = Field(

@@ -132,7 +132,7 @@ class FleetDecider:
 
     def __init__(self, stage: SamplingStage, link: FleetLink, traffic: FleetTraffic, telemetry: Telemetry, *,
                  ttl_seconds: float, max_pending: int, max_pending_bytes: int = 64 * 1024 * 1024,
-                 max_batch_wait_seconds: float = 0.5) -> None:
+                 max_batch_wait_seconds: float = 1.0) -> None:
         self._stage = stage
         self._link = link
         self._traffic = traffic
