@@ -102,8 +102,8 @@ def test_final_line_is_json_with_api_field_names_and_nulls_for_no_data() -> None
     assert line.startswith(FINAL_PREFIX)
     doc = json.loads(line[len(FINAL_PREFIX):])
     w = doc["metrics"]["local_lexical_groundedness"]["windows"]["5m"]
-    assert set(w) == {"seconds", "evaluations", "defects", "errors", "skipped", "weight", "defect_weight",
-                      "effective_n", "defect_rate", "lower", "upper", "mean"}
+    assert set(w) == {"seconds", "evaluations", "defects", "errors", "skipped", "refused", "weight",
+                      "defect_weight", "effective_n", "defect_rate", "lower", "upper", "mean"}
     assert (w["evaluations"], w["defects"], w["defect_rate"]) == (4, 1, 0.25)
     assert doc["metrics"]["local_lexical_groundedness"]["phases"][AFTER]["defect_rate"] == 0.5
     f1 = doc["metrics"]["f1_score"]
