@@ -261,10 +261,10 @@ class FleetDecider:
             proposals.append((key, decision, result.outcome, nodes))
         if not proposals:
             return
-        await self._propose(proposals)
+        await self._propose(proposals, interval)
 
-    async def _propose(self, proposals: list[tuple[str, SamplingDecision, str, list[str]]]) -> None:
-        interval = self._traffic.interval()
+    async def _propose(self, proposals: list[tuple[str, SamplingDecision, str, list[str]]], interval: int) -> None:
+        # The interval the cells were named with: their counts must land in that interval's hash.
         keys = [self._traffic.key(interval)] + [self._link.key("decision", p[0]) for p in proposals]
         args: list[str] = [self._ttl_ms, str(TRAFFIC_TTL_SECONDS)]
         for _, decision, outcome, nodes in proposals:
