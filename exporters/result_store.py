@@ -69,6 +69,23 @@ STORE_DUPLICATE_RESULTS = counter(
     "again: after a crash, a retried write or a backlog hand-over between replicas).")
 
 
+def decode_backlog(rows: Sequence[Sequence[Any]], telemetry: Telemetry,
+                   forget: Callable[[str], None]) -> list[tuple[int, Turn, SamplingDecision]]:
+    """``(seq, turn, decision)`` of backlog rows ``(seq, trace_id, payload)``; a payload that cannot be
+    read is counted (``invalid``), logged and forgotten. Shared by the SQLite and PostgreSQL stores."""
+    out: list[tuple[int, Turn, SamplingDecision]] = []
+    for seq, trace_id, payload in rows:
+        try:
+            turn, decision = decode_pending(payload)
+        except ValueError as exc:
+            log.warning("result store: backlog row %s is unreadable (%s); removed", seq, exc)
+            telemetry.add(BACKLOG, 1, event="invalid")
+            forget(trace_id)
+            continue
+        out.append((int(seq), turn, decision))
+    return out
+
+
 class StoreOpenError(OSError):
     """The database cannot be opened or created; the message names ``exporters.store.path``.
     An ``OSError`` so that ``rag-monitor serve`` reports it as a start failure."""
@@ -350,17 +367,7 @@ class ResultStore(BatchWriter, StoreReads):
         A payload that cannot be read is counted (``invalid``) and removed."""
         rows = await self._fetch("SELECT seq, trace_id, payload FROM pending WHERE seq > ? ORDER BY seq LIMIT ?",
                                  (after_seq, max(0, limit)))
-        out: list[tuple[int, Turn, SamplingDecision]] = []
-        for seq, trace_id, payload in rows:
-            try:
-                turn, decision = decode_pending(payload)
-            except ValueError as exc:
-                log.warning("result store: backlog row %s is unreadable (%s); removed", seq, exc)
-                self._telemetry.add(BACKLOG, 1, event="invalid")
-                self.forget(trace_id)
-                continue
-            out.append((seq, turn, decision))
-        return out
+        return decode_backlog(rows, self._telemetry, self.forget)
 
     def _open_reader(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._config.sqlite_path, isolation_level=None, check_same_thread=False)

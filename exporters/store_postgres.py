@@ -39,13 +39,13 @@ from psycopg_pool import AsyncConnectionPool
 from exporters import store_pg_sql as pg_sql
 from exporters.batch_writer import Batch, BatchWriter
 from exporters.config import StoreConfig
-from exporters.result_store import HIGHER_IS_WORSE, STORE_DUPLICATE_RESULTS, STORE_WRITE_FAILURES, StoreOpenError
+from exporters.result_store import (HIGHER_IS_WORSE, STORE_DUPLICATE_RESULTS, STORE_WRITE_FAILURES, StoreOpenError,
+                                    decode_backlog)
 from exporters.store_pg_schema import migrate
 from exporters.store_queries import StoreReads, pyformat
 from exporters.store_spill import PendingOp, Spill, WriteUnit
 from monitor.model import SamplingDecision, Turn
 from monitor.telemetry import BACKLOG, Telemetry
-from monitor.turn_codec import decode_pending
 
 __all__ = ["PostgresStore"]
 
@@ -403,17 +403,7 @@ class PostgresStore(BatchWriter, StoreReads):
         await self._bounded(give_back())
 
     def _decoded(self, rows: Sequence[Sequence[Any]]) -> list[tuple[int, Turn, SamplingDecision]]:
-        out: list[tuple[int, Turn, SamplingDecision]] = []
-        for seq, trace_id, payload in rows:
-            try:
-                turn, decision = decode_pending(payload)
-            except ValueError as exc:
-                log.warning("result store: backlog row %s is unreadable (%s); removed", seq, exc)
-                self._telemetry.add(BACKLOG, 1, event="invalid")
-                self.forget(trace_id)
-                continue
-            out.append((int(seq), turn, decision))
-        return out
+        return decode_backlog(rows, self._telemetry, self.forget)
 
     # ------------------------------------------------------------------ reads (the whole fleet's)
     async def _fetch(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:

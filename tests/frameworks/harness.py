@@ -34,7 +34,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORKS = Path(__file__).resolve().parent
@@ -122,13 +122,25 @@ def capture_name(stack: str, instrumentation: str, scenario: str) -> str:
 
 
 async def capture(stack: str, only: list[str] | None = None, out_dir: Path = CAPTURES) -> list[str]:
+    ensure_venv(stack)
+    return await write_captures(stack, list_combinations(stack), run_app, only, out_dir)
+
+
+RunApp = Callable[[str, str, str, str, str, str], Awaitable[list[dict[str, Any]]]]
+"""(stack, instrumentation, scenario, OTLP endpoint, fake OpenAI base URL, conversation id) -> truth rows."""
+
+
+async def write_captures(stack: str, combinations: list[tuple[str, str]], run: RunApp,
+                         only: list[str] | None = None, out_dir: Path = CAPTURES) -> list[str]:
+    """Run each (instrumentation, scenario) app against a capture server and the fake OpenAI server;
+    write its OTLP bodies and ``expected.jsonl`` (the truth) under ``out_dir/<name>``. Shared by the
+    Python stacks and the TypeScript ones (``tests.frameworks.js.harness``)."""
     from tests.support.capture_server import CaptureServer
     from tests.support.fake_openai import FakeOpenAI
     from tests.support.rag_app import ANSWERS
 
-    ensure_venv(stack)
     written = []
-    for instrumentation, scenario in list_combinations(stack):
+    for instrumentation, scenario in combinations:
         name = capture_name(stack, instrumentation, scenario)
         if only and name not in only:
             continue
@@ -139,8 +151,8 @@ async def capture(stack: str, only: list[str] | None = None, out_dir: Path = CAP
         endpoint = await server.start()
         try:
             async with FakeOpenAI(ANSWERS) as llm:
-                truth = await run_app(stack, instrumentation, scenario, endpoint, llm.base_url or "",
-                                      f"conv-{name}")
+                truth = await run(stack, instrumentation, scenario, endpoint, llm.base_url or "",
+                                  f"conv-{name}")
         finally:
             await server.close()
         with open(target / "expected.jsonl", "w") as fh:

@@ -31,13 +31,13 @@ import asyncio
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from tests.frameworks.harness import write_captures
 from tests.frameworks.truth import truth_line
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -135,33 +135,8 @@ async def run_app(stack: str, instrumentation: str, scenario: str, endpoint: str
 
 
 async def capture(stack: str, only: list[str] | None = None, out_dir: Path = CAPTURES) -> list[str]:
-    from tests.support.capture_server import CaptureServer
-    from tests.support.fake_openai import FakeOpenAI
-    from tests.support.rag_app import ANSWERS
-
     npm_ci(stack)
-    written = []
-    for instrumentation, scenario in list_combinations(stack):
-        name = capture_name(stack, instrumentation, scenario)
-        if only and name not in only:
-            continue
-        target = out_dir / name
-        if target.exists():
-            shutil.rmtree(target)
-        server = CaptureServer(target)
-        endpoint = await server.start()
-        try:
-            async with FakeOpenAI(ANSWERS) as llm:
-                truth = await run_app(stack, instrumentation, scenario, endpoint, llm.base_url or "",
-                                      f"conv-{name}")
-        finally:
-            await server.close()
-        with open(target / "expected.jsonl", "w") as fh:
-            for row in truth:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        print(f"{name}: {len(server.bodies)} bodies, {len(truth)} turns", file=sys.stderr)
-        written.append(name)
-    return written
+    return await write_captures(stack, list_combinations(stack), run_app, only, out_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
