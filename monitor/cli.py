@@ -58,8 +58,13 @@ def serve(config_path: str | None) -> None:
     config = _load(config_path)
     logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet_http_client_logs(config.log_level)
+    from monitor.errors import ConfigError
+
     try:
         asyncio.run(_serve(config))
+    except ConfigError as exc:  # e.g. a secret file named by the config cannot be read
+        click.echo(f"rag-monitor: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
     except OSError as exc:
         click.echo(f"rag-monitor: cannot start: {exc}", err=True)
         sys.exit(EXIT_RUNTIME)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "DecodeError", "PayloadTooLarge", "UnsupportedMediaType"]
+__all__ = ["ConfigError", "SecretFileError", "DecodeError", "PayloadTooLarge", "UnsupportedMediaType"]
 
 
 class ConfigError(Exception):
     """The configuration is invalid. The message names the offending key(s)."""
+
+
+class SecretFileError(ConfigError, ValueError):
+    """A secret named by the configuration (``*_file``) cannot be read at start; the message names the
+    key and the file. A ``ValueError`` too, for callers of the resolvers that caught that before."""
 
 
 class DecodeError(Exception):

@@ -61,3 +61,13 @@ async def test_port_in_use_is_a_runtime_failure(tmp_path):
         _, err = await asyncio.wait_for(proc.communicate(), 20)
     assert proc.returncode == 1
     assert "cannot start" in err.decode()
+
+
+async def test_an_unreadable_secret_file_is_a_config_error_naming_the_key(tmp_path):
+    config = {"fleet": {"redis_url": "redis://127.0.0.1:1/0", "redis_password_file": str(tmp_path / "missing")},
+              "receivers": {"http": {"port": 0}, "grpc": {"enabled": False}}, "admin": {"port": 0},
+              "exporters": {"store": {"enabled": False}}}
+    proc = await start(config, tmp_path)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    assert b"fleet.redis_password_file: cannot read" in err and b"Traceback" not in err

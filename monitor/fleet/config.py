@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from monitor.errors import SecretFileError
+
 __all__ = ["FleetConfig", "PASSWORD_ENV", "redact_url", "default_replica_id"]
 
 PASSWORD_ENV = "RAG_MONITOR_REDIS_PASSWORD"
@@ -126,7 +128,7 @@ class FleetConfig(BaseModel):
             try:
                 text = self.redis_password_file.read_text(encoding="utf-8").strip()
             except OSError as exc:
-                raise ValueError(f"fleet.redis_password_file: cannot read {self.redis_password_file}: "
+                raise SecretFileError(f"fleet.redis_password_file: cannot read {self.redis_password_file}: "
                                  f"{exc.strerror}") from None
             return text or None
         env = os.environ if environ is None else environ

@@ -14,6 +14,8 @@ from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from monitor.errors import SecretFileError
+
 __all__ = ["JudgeConfig", "AzureConfig", "CircuitBreakerConfig"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
@@ -145,7 +147,7 @@ class JudgeConfig(BaseModel):
             try:
                 text = self.api_key_file.read_text(encoding="utf-8").strip()
             except OSError as exc:
-                raise ValueError(f"judge.api_key_file: cannot read {self.api_key_file}: {exc.strerror}") from None
+                raise SecretFileError(f"judge.api_key_file: cannot read {self.api_key_file}: {exc.strerror}") from None
             return SecretStr(text) if text else None
         env = os.environ if environ is None else environ
         name = "AZURE_OPENAI_API_KEY" if self.azure else "OPENAI_API_KEY"

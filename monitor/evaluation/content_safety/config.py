@@ -23,6 +23,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from monitor.errors import SecretFileError
+
 from monitor.judge.config import CircuitBreakerConfig
 
 __all__ = ["ContentSafetyConfig", "KEY_ENV_VARS", "BACKEND", "SERVICE_METRICS"]
@@ -116,7 +118,7 @@ class ContentSafetyConfig(BaseModel):
             try:
                 text = self.api_key_file.read_text(encoding="utf-8").strip()
             except OSError as exc:
-                raise ValueError(f"content_safety.api_key_file: cannot read {self.api_key_file}: "
+                raise SecretFileError(f"content_safety.api_key_file: cannot read {self.api_key_file}: "
                                  f"{exc.strerror}") from None
             if not text:
                 raise ValueError(f"content_safety.api_key_file: {self.api_key_file} is empty")
