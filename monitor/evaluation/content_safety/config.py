@@ -24,7 +24,6 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from monitor.errors import SecretFileError
-
 from monitor.judge.config import CircuitBreakerConfig
 
 __all__ = ["ContentSafetyConfig", "KEY_ENV_VARS", "BACKEND", "SERVICE_METRICS"]
