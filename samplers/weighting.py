@@ -158,9 +158,6 @@ class CellLedger:
         if outcome == "sampled":
             counts.kept += 1
 
-    def counts(self, cell: str) -> CellCounts | None:
-        return self._cells.get(cell)
-
     def factor(self, cell: str) -> float | None:
         """Final factor of a local cell; None while open; 1.0 for a cell no longer (or never) known."""
         parsed = parse_cell(cell)

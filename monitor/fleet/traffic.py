@@ -90,21 +90,6 @@ class FleetTraffic:
 
     # -- WeightFactors ---------------------------------------------------------------------
 
-    def counts(self, cell: str) -> tuple[CellCounts, bool] | None:
-        """(the cell's counts, final?) from what has been read; None when nothing was read yet."""
-        parsed = parse_cell(cell)
-        if parsed is None or parsed[0] != FLEET:
-            return None
-        scope, interval, probability, node = parsed
-        source = self._final.get(interval)
-        final = source is not None
-        if source is None:
-            source = self._partial.get(interval)
-        if source is None:
-            return None
-        base = f"c|{probability!r}/{node}|"
-        return CellCounts(source.get(base + "a", 0), source.get(base + "s", 0), source.get(base + "k", 0)), final
-
     def factor(self, cell: str) -> float | None:
         """The fleet's ``selected / kept`` for ``cell`` once its interval is final; None before.
         Past ``settle_seconds`` after the interval's end without a readable count (Redis away),
