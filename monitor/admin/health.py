@@ -1,7 +1,8 @@
 """``/api/pipeline``: is data flowing, and if not, where does it stop and why.
 
 ``{"generated_at", "started_at", "recent_since" (unix s: start of the "recent" span, the last
-5 minutes or since start), "setup": {<stage>: <line>} (the start-up summary), "judge":
+5 minutes or since start), "last_span_at" (unix s of the first reading that saw the newest spans,
+null before any), "setup": {<stage>: <line>} (the start-up summary), "judge":
 {"enabled", "circuit" (closed | open | half_open)}, "stages": {<family>: {"total": {<key>: n},
 "recent": {<key>: n}}}, "queues": {<queue>: {"depth", "capacity"}}, "pending_traces",
 "open_conversations", "findings": [{"level" (warning | info), "code", "text"}], "fleet": F or null}``
@@ -50,6 +51,7 @@ def pipeline_document(health: PipelineHealth, reading: Reading, setting: Setting
                                  f"{fleet.get('on_redis_failure')}"})
     return {
         "generated_at": reading.at, "started_at": health.started_at, "recent_since": recent_since,
+        "last_span_at": health.last_span_at,
         "setup": dict(setup),
         "judge": {"enabled": setting.judge_enabled, "circuit": circuit},
         "stages": {family: {"total": values, "recent": recent.get(family, {})}

@@ -105,12 +105,20 @@ class PipelineHealth:
         self.started_at = clock()
         self._history: deque[Reading] = deque(maxlen=math.ceil(recent_seconds / interval_seconds) + 2)
         self._lock = threading.Lock()
+        # When a reading first saw more spans than the one before: "no spans for N s" on the page,
+        # to the resolution of the readings (every interval, and on each /api/pipeline request).
+        self._spans_seen = 0.0
+        self.last_span_at: float | None = None
 
     def sample(self) -> Reading:
         """Read the registry now and keep the reading when the last kept one is an interval old.
         Blocking; thread-safe."""
         reading = read_pipeline(self._registry, self._clock())
+        spans = sum(reading.counts.get("spans_received", {}).values())
         with self._lock:
+            if spans > self._spans_seen:
+                self.last_span_at = reading.at
+            self._spans_seen = spans
             if not self._history or reading.at - self._history[-1].at >= self.interval_seconds * 0.9:
                 self._history.append(reading)
         return reading

@@ -1,7 +1,10 @@
 // The page's loop: load each part, redraw only what changed, say when data is stale.
 
 const shown = {};
-async function load(path, render, messageId) {
+// ``after`` runs on every successful load, changed or not (what depends on the clock, like "no
+// spans for N s"); ``missing`` handles a 404: an endpoint this monitor does not serve (an older
+// version, or a feature not configured) hides its part of the page instead of showing an error.
+async function load(path, render, messageId, { after, missing } = {}) {
   const message = document.getElementById(messageId);
   let result;
   try {
@@ -9,6 +12,12 @@ async function load(path, render, messageId) {
   } catch (e) {
     message.textContent = "cannot reach the monitor (" + e.message + "); the data below is from before";
     return false;
+  }
+  if (result.status === 404 && missing) {
+    message.textContent = "";
+    if (shown[messageId] !== "missing") missing();
+    shown[messageId] = "missing";
+    return true;
   }
   if (result.status !== 200 || !result.body) {
     message.textContent = problem(result);
@@ -19,6 +28,7 @@ async function load(path, render, messageId) {
   const key = path + JSON.stringify({ ...result.body, generated_at: 0 });
   if (shown[messageId] !== key) render(result.body);
   shown[messageId] = key;
+  if (after) after(result.body);
   if (typeof result.body.generated_at === "number") {
     document.getElementById("generated").textContent = "as of " + fmtTime(result.body.generated_at);
   }
@@ -26,13 +36,22 @@ async function load(path, render, messageId) {
   return true;
 }
 
+function setHidden(ids, hidden) { for (const id of ids) document.getElementById(id).hidden = hidden; }
+
 async function loadAll() {
   // The summary first: the turns need its metric list and defect rules.
   const summary = await load("/api/summary", renderSummary, "rates-message");
-  const rest = await Promise.all([load("/api/pipeline", renderPipeline, "pipeline-message"),
-                                  load(turnsPath(), renderTurns, "worst-message")]);
+  const rest = await Promise.all([
+    load("/api/pipeline", renderPipeline, "pipeline-message",
+         { after: doc => { incidents.quiet = quietLine(doc); renderIncidents(); } }),
+    load("/api/regressions", renderRegressions, "incidents-message",
+         { missing: () => renderRegressions({ active: [], watching: [] }) }),
+    load("/api/releases", doc => { setHidden(RELEASE_PARTS, false); renderReleases(doc); }, "releases-message",
+         { missing: () => { setHidden(RELEASE_PARTS, true); incidents.releases = []; renderIncidents(); } }),
+    load(turnsPath(), renderTurns, "worst-message")]);
   return [summary, ...rest];
 }
+const RELEASE_PARTS = ["releases-head", "releases-note", "releases"];
 
 async function refresh() {
   const results = await loadAll();

@@ -3,47 +3,16 @@
 
 const DIRECTION = { higher_is_better: "\u2191 higher is better", higher_is_worse: "\u2191 higher is worse" };
 
-function trendTop(points) {
-  return Math.max(0.05, ...points.flatMap(p => [p.defect_rate, p.upper]).filter(r => r !== null));
-}
-function chart(points, change, seconds) {
-  const W = 200, H = 44, P = 2;
-  const seen = points.filter(p => p.defect_rate !== null);
-  const top = trendTop(points);
-  const svg = svgEl("svg", { "class": "trend", "width": W, "height": H, "viewBox": `0 0 ${W} ${H}`,
-                             "data-field": "trend", "data-points": seen.length, "role": "img" });
-  const title = svgEl("title", {});
-  title.textContent = seen.length ? "defect rate per step with its 95% interval, scale 0\u2013" + pct(top)
-                                  : "no data";
-  svg.append(title, svgEl("line", { "x1": 0, "y1": H - P, "x2": W, "y2": H - P }));
-  const x = i => (points.length > 1 ? (i / (points.length - 1)) * (W - 2 * P) : (W - 2 * P) / 2) + P;
-  const y = r => H - P - (r / top) * (H - 2 * P);
-  const banded = points.map((p, i) => [i, p]).filter(([, p]) => p.lower !== null && p.upper !== null);
-  if (banded.length > 1) {
-    const upper = banded.map(([i, p]) => x(i).toFixed(1) + "," + y(p.upper).toFixed(1));
-    const lower = banded.slice().reverse().map(([i, p]) => x(i).toFixed(1) + "," + y(p.lower).toFixed(1));
-    svg.append(svgEl("polygon", { "class": "band", "data-field": "band", "points": upper.concat(lower).join(" ") }));
-  }
-  let run = [];
-  const flush = () => {
-    if (run.length === 1) svg.append(svgEl("circle", { "cx": run[0][0], "cy": run[0][1], "r": 1.8 }));
-    if (run.length > 1) svg.append(svgEl("polyline", { "points": run.map(p => p.join(",")).join(" ") }));
-    run = [];
-  };
-  points.forEach((p, i) => { if (p.defect_rate === null) flush(); else run.push([x(i).toFixed(1), y(p.defect_rate).toFixed(1)]); });
-  flush();
-  if (change) {
-    const cx = x(change.index - 0.5).toFixed(1);
-    svg.append(svgEl("line", { "class": "change", "data-field": "change", "x1": cx, "y1": 0, "x2": cx, "y2": H }));
-  }
-  return svg;
-}
-
-function trendCell(m, doc) {
-  const cell = el("td", { "class": "trendcell" }, chart(m.trend, m.change, doc.trend_seconds));
+// The reference level on a trend: the longest window's rate, what "normal" has looked like lately.
+function trendCell(m, doc, top) {
+  const longest = m.windows[doc.longest_window];
+  const reference = longest ? longest.defect_rate : null;
+  const cell = el("td", { "class": "trendcell" },
+                  trendChart(m.trend, { top, seconds: doc.trend_seconds, reference, change: m.change }));
   const seen = m.trend.some(p => p.defect_rate !== null);
   cell.append(el("div", { "class": "sub", "data-field": "trend-scale" },
-                 seen ? "0\u2013" + pct(trendTop(m.trend)) + " over " + doc.trend_window : ""));
+                 seen ? "0\u2013" + pct(top) + " (all metrics) over " + doc.trend_window +
+                        (reference !== null ? " \u00b7 dashed: " + doc.longest_window + " rate" : "") : ""));
   if (m.change) {
     const arrow = m.change.direction === "up" ? "\u25b2 " : "\u25bc ";
     cell.append(el("div", { "class": "sub " + (m.change.direction === "up" ? "error" : ""), "data-field": "change-text" },
@@ -127,29 +96,49 @@ function metricButton(metric) {
   return button;
 }
 
+// A metric that is off (no judge configured, say) and holds no data is not a row: one line names
+// them all, per reason, so eight "off" rows do not sit level with a real regression.
+function isIdleOff(m) {
+  return m.info !== null && !m.info.enabled && !Object.values(m.windows).some(w => w.evaluations > 0) &&
+    !m.trend.some(p => p.defect_rate !== null);
+}
+
+function offLine(doc, metrics) {
+  const byReason = {};
+  for (const metric of metrics) (byReason[doc.metrics[metric].info.off_reason || "off"] ||= []).push(metric);
+  return Object.entries(byReason).map(([reason, names]) =>
+    el("p", { "class": "sub", "data-field": "off-metrics", "data-count": names.length },
+       "off (" + reason + "): " + names.length + " metric" + (names.length === 1 ? "" : "s") + " \u2014 ",
+       ...names.flatMap((n, i) => [i ? ", " : "", el("span", { "data-off-metric": n }, n)])));
+}
+
 function renderSummary(doc) {
   const names = doc.windows.map(w => w.name);
   const longestName = doc.longest_window;
   state.catalogue = Object.fromEntries(Object.entries(doc.metrics).map(([k, m]) => [k, m.info]));
   state.metrics = Object.keys(doc.metrics);
+  const off = state.metrics.filter(metric => isIdleOff(doc.metrics[metric]));
+  const shown = state.metrics.filter(metric => !off.includes(metric));
+  const top = sharedTop(shown.map(metric => doc.metrics[metric].trend));
   const head = el("tr", {}, el("th", {}, "metric"), el("th", {}, "scale \u00b7 direction \u00b7 defect rule"),
                   ...names.map(n => el("th", {}, "defects " + n)), el("th", {}, "no score (" + longestName + ")"),
                   el("th", {}, "trend " + doc.trend_window));
   const body = el("tbody", {});
-  for (const metric of state.metrics) {
+  for (const metric of shown) {
     const m = doc.metrics[metric];
     const longest = m.windows[longestName];
     const row = el("tr", { "data-metric": metric }, el("th", { "data-field": "metric" }, metricButton(metric)),
                    meaningCell(metric, m.info));
     names.forEach((n, i) => row.append(windowCell(n, m.windows[n], longest, sameAsNote(doc, m, i))));
-    row.append(outcomesCell(m, longestName), trendCell(m, doc));
+    row.append(outcomesCell(m, longestName), trendCell(m, doc, top));
     body.append(row);
   }
   if (!state.metrics.length) {
     body.append(el("tr", {}, el("td", { "colspan": names.length + 4, "class": "mute", "data-field": "empty" },
                                 "no evaluations yet: see the pipeline above for why")));
   }
-  document.getElementById("rates").replaceChildren(el("table", { "data-table": "summary" }, el("thead", {}, head), body));
+  document.getElementById("rates").replaceChildren(el("table", { "data-table": "summary" }, el("thead", {}, head), body),
+                                                   ...offLine(doc, off));
   document.getElementById("worst-window").textContent = longestName ? "last " + longestName : "";
   renderFilter();
 }

@@ -1,12 +1,19 @@
 """The status page at ``/`` on the admin server: one static HTML document, no build step.
 
-The page holds no conversation text: its script fetches ``/api/summary``, ``/api/pipeline`` and
-``/api/turns`` (the same access rules as any API client) and builds the DOM with ``textContent`` only, so a hostile
+The page holds no conversation text: its script fetches ``/api/summary``, ``/api/pipeline``,
+``/api/regressions``, ``/api/releases`` and ``/api/turns`` (the same access rules as any API client) and builds the DOM with ``textContent`` only, so a hostile
 question or judge reason stays text. A token given in the URL fragment (``/#token=…``, never the
 query string: fragments are not sent to servers or logged) is kept in ``sessionStorage``, removed
 from the address bar and sent as ``Authorization: Bearer``; on a 401 the page asks for it.
 ``/#metric=<id>`` preselects the worst-turns filter (the page keeps it there as it changes).
 Times are shown in the browser's time zone, named on the page.
+
+Read in ten seconds by whoever is on call: an incident banner at the top (each active regression
+and each release worse than the one before, with its interval, the label values that carry it and
+the runbook; "no spans for N s" when traffic stopped), metrics that are off collapsed to one line,
+trend charts on one time axis and one y-scale for all metrics, the release comparison, and the
+route, model and version on every turn card. An endpoint that answers 404 (a monitor without
+release tracking) hides its part of the page.
 
 The Content-Security-Policy admits only this document's own script and style (by SHA-256 hash)
 and connections to its own origin. Elements carry stable ``data-*`` attributes
@@ -33,7 +40,8 @@ def _asset(name: str) -> str:
 # Package files, read once at import: the CSP hashes must match the bytes served.
 _STYLE = _asset("status.css")
 # One inline script (one CSP hash) built from small files, in dependency order.
-_SCRIPT_PARTS = ("status_common.js", "status_pipeline.js", "status_metrics.js", "status_turns.js", "status.js")
+_SCRIPT_PARTS = ("status_common.js", "status_chart.js", "status_pipeline.js", "status_metrics.js",
+                 "status_incidents.js", "status_releases.js", "status_turns.js", "status.js")
 _SCRIPT = "\n".join(_asset(name) for name in _SCRIPT_PARTS).replace("__REFRESH_MS__", str(REFRESH_SECONDS * 1000))
 _BODY = _asset("status_body.html")
 

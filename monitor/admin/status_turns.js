@@ -40,6 +40,19 @@ function documentItem(d) {
             el("div", { "class": "doc", "data-field": "document-content" }, d.content ?? "(no text in the spans)"));
 }
 
+// Where the turn ran: route, model and version first (what an incident is narrowed down by), then
+// any other allow-listed label.
+const LABEL_ORDER = ["route", "model", "version", "service.version"];
+function labelTags(labels) {
+  const names = Object.keys(labels || {}).sort((a, b) => {
+    const ia = LABEL_ORDER.indexOf(a), ib = LABEL_ORDER.indexOf(b);
+    return (ia < 0 ? LABEL_ORDER.length : ia) - (ib < 0 ? LABEL_ORDER.length : ib) || a.localeCompare(b);
+  });
+  if (!names.length) return null;
+  return el("span", { "class": "labels", "data-field": "labels" }, ...names.map(name =>
+    el("span", { "class": "tag", "data-label": name }, name + " ", el("strong", {}, labels[name]))));
+}
+
 function turnCard(item) {
   const defects = item.scores.filter(s => s.outcome === "defect");
   const others = item.scores.filter(s => s.outcome !== "defect");
@@ -51,7 +64,8 @@ function turnCard(item) {
          fmtDateTime(item.timestamp)),
       el("span", {}, "trace ", el("code", { "data-field": "trace_id" }, item.trace_id), " ", copyButton(item.trace_id)),
       el("span", { "class": "sub" }, item.service + " \u00b7 conversation ",
-         el("span", { "data-field": "conversation_id" }, item.conversation_id))),
+         el("span", { "data-field": "conversation_id" }, item.conversation_id)),
+      labelTags(item.labels)),
     el("dl", {},
       el("dt", {}, "question"), el("dd", { "data-field": "question" }, item.question),
       el("dt", {}, "answer"), el("dd", { "data-field": "answer" }, item.answer)),

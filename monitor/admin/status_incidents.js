@@ -1,0 +1,111 @@
+// The incident banner, the first thing on the page: one entry per active regression (the time-based
+// detector of /api/regressions) and per release whose interval says it is worse than the one before
+// (/api/releases, regressed), each with what got worse, since when, by how much with its interval,
+// the label values that carry it, and the runbook. Traffic that stopped is said here too.
+
+const incidents = { regressions: [], releases: [], quiet: null };
+
+function signedPoints(x) { return (x < 0 ? "\u2212" : "+") + Math.abs(x * 100).toFixed(1) + " pts"; }
+function signedMean(x) { return (x < 0 ? "\u2212" : "+") + Math.abs(x).toFixed(2); }
+function statValue(statistic, x) {
+  if (x === null || x === undefined) return "\u2013";
+  return statistic === "score" ? x.toFixed(2) : pct(x);
+}
+function statDiff(statistic, x) { return statistic === "score" ? signedMean(x) : signedPoints(x); }
+function statName(statistic) { return statistic === "score" ? "mean score (0\u20131, higher is better)" : "defect rate"; }
+
+function intervalSpan(statistic, lower, upper, what) {
+  if (lower === null || lower === undefined || upper === null || upper === undefined) return null;
+  return el("span", { "class": "sub", "data-field": "interval", "title": what },
+            "[" + statDiff(statistic, lower) + ", " + statDiff(statistic, upper) + "]");
+}
+
+// Only http(s) links: a runbook URL comes from configuration, and a page link must never run code.
+function runbookLink(url) {
+  if (typeof url !== "string" || !/^https?:\/\//i.test(url)) return null;
+  return el("a", { "href": url, "data-field": "runbook", "rel": "noopener noreferrer", "target": "_blank" }, "runbook");
+}
+
+function driverItem(d, statistic) {
+  return el("li", { "data-field": "driver", "data-label": d.label, "data-value": d.value },
+    el("strong", {}, d.label + " " + d.value), " ",
+    el("span", { "data-field": "driver-change" },
+       statValue(statistic, d.before) + " \u2192 " + statValue(statistic, d.after)),
+    el("span", { "class": "sub" }, " \u00b7 " + Math.round(d.share * 100) + "% of the change \u00b7 n=" + fmtCount(d.n)));
+}
+
+function driverList(drivers, statistic) {
+  if (!drivers || !drivers.length) return el("div", { "class": "sub", "data-field": "no-drivers" },
+                                             "no single route, model or version carries it");
+  return el("ul", { "class": "drivers", "data-field": "drivers" }, el("li", { "class": "sub" }, "carried by:"),
+            ...drivers.slice(0, 3).map(d => driverItem(d, statistic)));
+}
+
+function regressionBanner(r) {
+  return el("div", { "class": "incident", "data-incident": "regression", "data-metric": r.metric,
+                     "data-service": r.service, "data-statistic": r.statistic },
+    el("div", { "class": "what" },
+      el("strong", { "data-field": "metric" }, "\u25b2 " + r.metric), " ",
+      el("span", {}, statName(r.statistic) + " "),
+      el("span", { "class": "value", "data-field": "change" },
+         statValue(r.statistic, r.before) + " \u2192 " + statValue(r.statistic, r.after)), " ",
+      intervalSpan(r.statistic, r.lower, r.upper, "interval on after \u2212 before"), " since ",
+      el("span", { "data-field": "since", "data-ts": r.since, "title": fmtDateTime(r.since) }, fmtTime(r.since)),
+      el("span", { "class": "sub" }, " (" + ago(r.since) + ") \u00b7 service " + r.service + " "),
+      runbookLink(r.runbook_url)),
+    driverList(r.drivers, r.statistic),
+    el("div", { "class": "sub", "data-field": "evidence" },
+       "evidence 10^" + r.evidence.toFixed(1) + " \u2265 alarm level 10^" + r.threshold.toFixed(1)));
+}
+
+function releaseBanner(service, c) {
+  return el("div", { "class": "incident", "data-incident": "release", "data-metric": c.metric, "data-service": service,
+                     "data-candidate": c.candidate },
+    el("div", { "class": "what" },
+      el("strong", { "data-field": "metric" }, "\u25b2 " + c.metric), " ",
+      el("span", {}, "release " + c.candidate + " worse than " + c.baseline + " (" + c.mode + "): defect rate "),
+      el("span", { "class": "value", "data-field": "change" },
+         statValue("defect_rate", c.defect_rate_baseline) + " \u2192 " + statValue("defect_rate", c.defect_rate_candidate)),
+      " ", intervalSpan("defect_rate", c.lower, c.upper, "anytime-valid interval on candidate \u2212 baseline"),
+      el("span", { "class": "sub" }, " \u00b7 service " + service + " \u00b7 n " + c.n_baseline + " vs " + c.n_candidate + " "),
+      runbookLink(c.runbook_url)),
+    driverList(c.drivers, "defect_rate"));
+}
+
+function renderIncidents() {
+  const area = document.getElementById("incidents");
+  const items = [];
+  if (incidents.quiet) items.push(incidents.quiet);
+  items.push(...incidents.regressions.map(regressionBanner));
+  items.push(...incidents.releases.map(([service, c]) => releaseBanner(service, c)));
+  area.replaceChildren(...items);
+  area.hidden = !items.length;
+}
+
+function renderRegressions(doc) {
+  incidents.regressions = doc.active || [];
+  state.watching = doc.watching || [];
+  renderIncidents();
+}
+
+function releaseRegressions(doc) {
+  return (doc.services || []).flatMap(s => (s.comparisons || []).filter(c => c.regressed).map(c => [s.service, c]));
+}
+
+// "no spans for N s": from /api/pipeline's last_span_at, when traffic stopped for longer than a
+// few refreshes (the counters are read every 10 s, so shorter gaps are not news).
+const QUIET_SECONDS = 30;
+function quietLine(doc) {
+  const total = sum(doc.stages.spans_received.total);
+  const last = typeof doc.last_span_at === "number" ? doc.last_span_at : null;
+  if (!total) {
+    if (doc.generated_at - doc.started_at < QUIET_SECONDS) return null;
+    return el("div", { "class": "incident quiet", "data-incident": "no-spans", "data-field": "no-spans" },
+              "no spans received since start (" + span(doc.generated_at - doc.started_at) + ")");
+  }
+  if (last === null || doc.generated_at - last < QUIET_SECONDS) return null;
+  return el("div", { "class": "incident quiet", "data-incident": "no-spans", "data-field": "no-spans",
+                     "data-seconds": Math.round(doc.generated_at - last) },
+            "no spans for " + span(doc.generated_at - last) + " (last at " + fmtTime(last) +
+            "): the numbers below stop moving; check the app and the collector in front of the monitor");
+}
