@@ -30,7 +30,7 @@ needs_promtool = pytest.mark.skipif(
 # Loosened to the minimum, every "guard:" unit test must fire (and so fail).
 LOOSE_GUARDS = {"alerts": {
     "safetyDefectRate": {"minEvaluations": 1},
-    "qualityRegression": {"minEvaluations": 1, "minBaselineEvaluations": 1},
+    "releaseRegression": {"minEvaluations": 1},
     "judgeErrors": {"minRequests": 1},
     "judgeBudgetExhausted": {"minRequests": 1},
     "judgeCircuitOpen": {"minRequests": 1},
@@ -40,16 +40,21 @@ LOOSE_GUARDS = {"alerts": {
 # Loosened thresholds and margins: every "threshold:" unit test must fire.
 LOOSE_THRESHOLDS = {"alerts": {
     "safetyDefectRate": {"thresholds": {"violence": 0.001}},
-    "qualityRegression": {"scoreDropRatio": 0.01, "defectRateIncrease": 0.01},
+    "releaseRegression": {"margin": -0.05},
     "judgeErrors": {"threshold": 0.01},
     "judgeBudgetExhausted": {"threshold": 0.01},
     "spansDropped": {"threshold": 0.001},
     "evaluationQueueSaturated": {"fillRatio": 0.4},
 }}
-# Alerts whose guard is not a count: NoSpansReceived needs rag-monitor up for the whole window.
-WITHOUT_COUNT_GUARD = {"RagMonitorNoSpansReceived"}
-# Alerts without a numeric threshold: their silent case is a "silent:" test.
-WITHOUT_THRESHOLD = {"RagMonitorNoSpansReceived", "RagMonitorJudgeCircuitOpen"}
+# The time-based regression alerts follow rag-monitor's sequential detector, whose alarm level
+# (sidecar configuration) bounds false alarms at any number of evaluations.
+DETECTOR_ALERTS = {"RagMonitorQualityScoreRegressed", "RagMonitorQualityDefectRateRegressed"}
+# Alerts without a guard on a count: NoSpansReceived needs rag-monitor up for the whole window.
+WITHOUT_COUNT_GUARD = {"RagMonitorNoSpansReceived", *DETECTOR_ALERTS}
+# Alerts whose guard counts from a gauge: the candidate release's evaluations, not an increase.
+GAUGE_GUARD = {"RagMonitorReleaseRegressed"}
+# Alerts without a numeric threshold in the chart: their silent case is a "silent:" test.
+WITHOUT_THRESHOLD = {"RagMonitorNoSpansReceived", "RagMonitorJudgeCircuitOpen", *DETECTOR_ALERTS}
 
 
 def _gen_rules() -> ModuleType:
@@ -87,7 +92,7 @@ def test_plain_rules_file_is_what_the_chart_renders() -> None:
 def test_every_alert_has_for_severity_runbook_and_a_guard() -> None:
     anchors = {"#" + m.lower() for m in re.findall(r"^## (RagMonitor\w+)$", RUNBOOKS.read_text(encoding="utf-8"), re.M)}
     rules = _rules(_default_groups())
-    assert len({r["alert"] for r in rules}) == 9
+    assert len({r["alert"] for r in rules}) == 10
     for rule in rules:
         name = rule["alert"]
         assert rule["for"] not in ("0s", "0m"), name
@@ -95,8 +100,12 @@ def test_every_alert_has_for_severity_runbook_and_a_guard() -> None:
         url = rule["annotations"]["runbook_url"]
         assert url.startswith("https://") and url[url.index("#"):] in anchors, name
         assert rule["annotations"]["summary"] and rule["annotations"]["description"], name
-        if name not in WITHOUT_COUNT_GUARD:
+        if name in GAUGE_GUARD:
+            assert re.search(r"and on \([^)]*\)\s*\n\s*max by \([^)]*\) \(label_replace\(rag_monitor_release_evaluations",
+                             rule["expr"]), name
+        elif name not in WITHOUT_COUNT_GUARD:
             assert re.search(r"and on \([^)]*\)\s*\n\s*sum by \([^)]*\) \(increase\(", rule["expr"]), name
+        if name not in WITHOUT_COUNT_GUARD:
             assert re.search(r"\) >= \d+\s*$", rule["expr"]), name
 
 
@@ -119,8 +128,16 @@ def test_counters_are_summed_across_replicas_by_deployment_and_service() -> None
             labels = [label.strip() for label in by.split(",")]
             assert labels[:2] == ["namespace", "job"], rule["alert"]
             assert "instance" not in labels and "pod" not in labels, rule["alert"]
-        if rule["alert"].startswith(("RagMonitorSafety", "RagMonitorQuality")):
+        if rule["alert"].startswith("RagMonitorSafety"):
             assert "sum by (namespace, job, service, metric)" in rule["expr"]
+        if rule["alert"] in DETECTOR_ALERTS:
+            # Statistics every replica computes alike (or per replica, for its own traffic): max.
+            assert "max by (namespace, job, service, metric) (rag_monitor_regression_active" in rule["expr"]
+            assert "sum by" not in rule["expr"]
+        if rule["alert"] == "RagMonitorReleaseRegressed":
+            assert ("max by (namespace, job, service, metric, baseline, candidate) "
+                    "(rag_monitor_release_defect_rate_difference_lower) > 0") in rule["expr"]
+            assert "sum by" not in rule["expr"]
 
 
 def test_every_alert_has_unit_tests_for_firing_and_for_staying_silent() -> None:
@@ -194,3 +211,47 @@ def test_silent_cases_are_silent_because_of_their_guard_or_threshold(
     failed = _failing_tests(loosened, unit_test, tmp_path)
     # "fires:" tests may fail too: their descriptions quote the loosened numbers.
     assert {n for n in failed if not n.startswith("fires:")} == {n for n in names if n.startswith(kind + ":")}
+
+
+_MARGIN_CASE = """
+rule_files: [../rag-monitor-rules.yaml]
+evaluation_interval: 1m
+tests:
+  - name: "margin 0.05: a lower bound of 0.07 fires, 0.03 does not"
+    interval: 1m
+    input_series:
+      - series: 'rag_monitor_release_defect_rate_difference_lower{namespace="n",job="j",service="s",metric="above",baseline="v1",candidate="v2"}'
+        values: '0.07x30'
+      - series: 'rag_monitor_release_defect_rate_difference_lower{namespace="n",job="j",service="s",metric="within",baseline="v1",candidate="v2"}'
+        values: '0.03x30'
+      - series: 'rag_monitor_release_evaluations{namespace="n",job="j",service="s",metric="above",version="v2"}'
+        values: '500x30'
+      - series: 'rag_monitor_release_evaluations{namespace="n",job="j",service="s",metric="within",version="v2"}'
+        values: '500x30'
+    alert_rule_test:
+      - eval_time: 20m
+        alertname: RagMonitorReleaseRegressed
+        exp_alerts:
+          - exp_labels: {severity: warning, namespace: n, job: j, service: s, metric: above, baseline: v1, candidate: v2}
+            exp_annotations:
+              summary: "s: above defect rate of v2 is at least 7% above v1"
+              description: "The anytime-valid confidence sequence on the weighted above defect rate of release v2 minus release v1 (service s) has had its lower end above 0.05 for 15m, with at least 30 evaluations of v2: the new release is worse, not by chance. /api/releases and the status page show both rates and the routes/models that carry the change."
+              runbook_url: https://github.com/rag-monitor/rag-monitor/blob/main/helm/rag-monitor/docs/runbooks.md#ragmonitorreleaseregressed
+"""
+
+
+def _run_case(values: dict[str, Any], case: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    groups = _gen_rules().rule_groups(values)
+    (tmp_path / "rag-monitor-rules.yaml").write_text(yaml.safe_dump({"groups": groups}), encoding="utf-8")
+    (tmp_path / "tests").mkdir(exist_ok=True)
+    (tmp_path / "tests" / "case.yaml").write_text(case, encoding="utf-8")
+    return _promtool("test", "rules", tmp_path / "tests" / "case.yaml")
+
+
+@needs_promtool
+def test_release_alert_compares_the_lower_bound_with_the_margin_value(tmp_path: Path) -> None:
+    result = _run_case({"alerts": {"releaseRegression": {"margin": 0.05}}}, _MARGIN_CASE, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # The same series against the default margin (0): "within" fires too, so the case fails.
+    result = _run_case({}, _MARGIN_CASE, tmp_path)
+    assert result.returncode != 0 and 'metric="within"' in result.stdout + result.stderr, result.stdout

@@ -4,8 +4,11 @@ same groups (default values) to alerts/rag-monitor-rules.yaml for Prometheus wit
 operator. docs/runbooks.md has one section per alert (the runbook_url anchors).
 
 Counters are summed across replicas by `alerts.groupBy` (one rag-monitor deployment) before any
-ratio is taken; every alert has a guard on the number of evaluations, calls or spans behind it,
-so a handful of samples never pages anyone. Output: a YAML list of rule groups.
+ratio is taken; every alert on a ratio has a guard on the number of evaluations, calls or spans
+behind it, so a handful of samples never pages anyone. The release and regression alerts read
+statistics rag-monitor computes itself (an anytime-valid interval, a sequential detector whose
+alarm level bounds false alarms), which every replica of a fleet exports alike: they are joined
+by max, not summed. Output: a YAML list of rule groups.
 */}}
 
 {{/* A label-matcher block from (list $ctx "m1" "m2" ...): `{m1,m2,<seriesSelector>}`, or "". */}}
@@ -35,19 +38,6 @@ annotations:
   runbook_url: {{ printf "%s#%s" .ctx.Values.alerts.runbookBaseUrl (lower .name) | quote }}
 {{- end -}}
 
-{{/* The weighted defect rate of `outcome` over a window: defect / (pass + defect); 0 when
-there is no defect series yet, so a baseline without defects still compares. */}}
-{{- define "rag-monitor.alerts.defectRate" -}}
-{{- $by := .by -}}
-(
-  sum by ({{ $by }}) (rate(rag_monitor_evaluation_weight_total{{ include "rag-monitor.alerts.sel" (list .ctx .metric "outcome=\"defect\"") }}{{ .range }}))
-  or
-  0 * sum by ({{ $by }}) (rate(rag_monitor_evaluation_weight_total{{ include "rag-monitor.alerts.sel" (list .ctx .metric "outcome=\"pass\"") }}{{ .range }}))
-)
-/
-sum by ({{ $by }}) (rate(rag_monitor_evaluation_weight_total{{ include "rag-monitor.alerts.sel" (list .ctx .metric "outcome=~\"pass|defect\"") }}{{ .range }}))
-{{- end -}}
-
 {{- define "rag-monitor.alerts.evaluationGroup" -}}
 {{- $ctx := . -}}
 {{- $al := .Values.alerts -}}
@@ -72,43 +62,39 @@ sum by ({{ $by }}) (rate(rag_monitor_evaluation_weight_total{{ include "rag-moni
        "description" (printf "The population (weighted) defect rate of the safety metric %s for service {{ $labels.service }} has been above %v over the last %s (at least %v scored evaluations across replicas)." $metric $threshold $a.window $a.minEvaluations)) | nindent 2 }}
 {{- end }}
 {{- end }}
+{{- $detBy := join ", " (concat $al.groupBy (list "service" "metric")) -}}
+{{- if $al.releaseRegression.enabled }}
+{{- $a := $al.releaseRegression }}
+{{- $relBy := join ", " (concat $al.groupBy (list "service" "metric" "baseline" "candidate")) }}
+{{- $candBy := join ", " (concat $al.groupBy (list "service" "metric" "candidate")) }}
+{{- /* Every replica exports the same comparison (fleet-wide data), so max, not sum, joins them. */}}
+- alert: RagMonitorReleaseRegressed
+  expr: |-
+    max by ({{ $relBy }}) (rag_monitor_release_defect_rate_difference_lower{{ include "rag-monitor.alerts.sel" (list $ctx) }}) > {{ $a.margin }}
+    and on ({{ $candBy }})
+    max by ({{ $candBy }}) (label_replace(rag_monitor_release_evaluations{{ include "rag-monitor.alerts.sel" (list $ctx) }}, "candidate", "$1", "version", "(.*)")) >= {{ $a.minEvaluations }}
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorReleaseRegressed"
+       "summary" "{{ $labels.service }}: {{ $labels.metric }} defect rate of {{ $labels.candidate }} is at least {{ $value | humanizePercentage }} above {{ $labels.baseline }}"
+       "description" (printf "The anytime-valid confidence sequence on the weighted %s defect rate of release {{ $labels.candidate }} minus release {{ $labels.baseline }} (service {{ $labels.service }}) has had its lower end above %v for %s, with at least %v evaluations of {{ $labels.candidate }}: the new release is worse, not by chance. /api/releases and the status page show both rates and the routes/models that carry the change." "{{ $labels.metric }}" $a.margin $a.for $a.minEvaluations)) | nindent 2 }}
+{{- end }}
 {{- if $al.qualityRegression.enabled }}
 {{- $a := $al.qualityRegression }}
 {{- $m := printf "metric=~%q" (join "|" $a.metrics) }}
-{{- $cur := printf "[%s]" $a.window }}
-{{- $base := printf "[%s] offset %s" $a.baselineWindow $a.baselineOffset }}
-{{- $guard := printf "and on (%s)\nsum by (%s) (increase(rag_monitor_score_count%s%s)) >= %v\nand on (%s)\nsum by (%s) (increase(rag_monitor_score_count%s%s)) >= %v" $by $by (include "rag-monitor.alerts.sel" (list $ctx $m)) $cur $a.minEvaluations $by $by (include "rag-monitor.alerts.sel" (list $ctx $m)) $base $a.minBaselineEvaluations }}
-- alert: RagMonitorQualityScoreRegressed
+{{- range $rule := list (list "RagMonitorQualityScoreRegressed" "score" "mean score fell" "mean score")
+                        (list "RagMonitorQualityDefectRateRegressed" "defect_rate" "defect rate rose" "weighted defect rate") }}
+{{- $stat := printf "statistic=%q" (index $rule 1) }}
+{{- /* The detector decides (its alarm level bounds false alarms); the value shown is its evidence. */}}
+- alert: {{ index $rule 0 }}
   expr: |-
-    (
-      sum by ({{ $by }}) (rate(rag_monitor_score_sum{{ include "rag-monitor.alerts.sel" (list $ctx $m) }}{{ $cur }}))
-      /
-      sum by ({{ $by }}) (rate(rag_monitor_score_count{{ include "rag-monitor.alerts.sel" (list $ctx $m) }}{{ $cur }}))
-    )
-    < (1 - {{ $a.scoreDropRatio }}) *
-    (
-      sum by ({{ $by }}) (rate(rag_monitor_score_sum{{ include "rag-monitor.alerts.sel" (list $ctx $m) }}{{ $base }}))
-      /
-      sum by ({{ $by }}) (rate(rag_monitor_score_count{{ include "rag-monitor.alerts.sel" (list $ctx $m) }}{{ $base }}))
-    )
-    {{- $guard | nindent 4 }}
+    max by ({{ $detBy }}) (rag_monitor_regression_evidence{{ include "rag-monitor.alerts.sel" (list $ctx $m $stat) }})
+    and on ({{ $detBy }})
+    max by ({{ $detBy }}) (rag_monitor_regression_active{{ include "rag-monitor.alerts.sel" (list $ctx $m $stat) }}) == 1
   for: {{ $a.for }}
-  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorQualityScoreRegressed"
-       "summary" "{{ $labels.service }}: mean {{ $labels.metric }} fell to {{ $value | printf \"%.3g\" }}"
-       "description" (printf "The mean %s score of {{ $labels.service }} over the last %s fell below (1 - %v) times its baseline (the %s ending %s ago); at least %v evaluations in each window." "{{ $labels.metric }}" $a.window $a.scoreDropRatio $a.baselineWindow $a.baselineOffset $a.minEvaluations)) | nindent 2 }}
-- alert: RagMonitorQualityDefectRateRegressed
-  expr: |-
-    (
-      {{- include "rag-monitor.alerts.defectRate" (dict "ctx" $ctx "by" $by "metric" $m "range" $cur) | nindent 6 }}
-    )
-    > (
-      {{- include "rag-monitor.alerts.defectRate" (dict "ctx" $ctx "by" $by "metric" $m "range" $base) | nindent 6 }}
-    ) + {{ $a.defectRateIncrease }}
-    {{- $guard | nindent 4 }}
-  for: {{ $a.for }}
-  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorQualityDefectRateRegressed"
-       "summary" "{{ $labels.service }}: {{ $labels.metric }} defect rate rose to {{ $value | humanizePercentage }}"
-       "description" (printf "The weighted %s defect rate of {{ $labels.service }} over the last %s exceeds its baseline (%s ending %s ago) by more than %v; at least %v evaluations in each window." "{{ $labels.metric }}" $a.window $a.baselineWindow $a.baselineOffset $a.defectRateIncrease $a.minEvaluations)) | nindent 2 }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" (index $rule 0)
+       "summary" (printf "{{ $labels.service }}: {{ $labels.metric }} %s (evidence 10^{{ $value | printf \"%%.1f\" }})" (index $rule 2))
+       "description" (printf "rag-monitor's sequential change detector found that the %s of {{ $labels.metric }} for {{ $labels.service }} changed for the worse: its evidence passed the alarm level that bounds false alarms, and the regression has stayed active for %s. /api/regressions and the status page banner give since when, before and after with their interval, and the route, model or version that carries it." (index $rule 3) $a.for)) | nindent 2 }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
