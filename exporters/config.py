@@ -24,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 __all__ = [
     "BUILTIN_LABELS",
+    "VERSION_LABEL",
+    "MAX_VERSIONS_PER_SERVICE",
     "FORBIDDEN_LABELS",
     "OtlpExportConfig",
     "OtlpMetricsConfig",
@@ -37,7 +39,11 @@ __all__ = [
 MiB = 1024 * 1024
 
 # Label names whose value comes from the turn itself rather than from assembly.mapping.labels.
-BUILTIN_LABELS = ("model", "provider", "convention", "jailbreak_attempt", "sampling_policy")
+BUILTIN_LABELS = ("model", "provider", "convention", "jailbreak_attempt", "sampling_policy", "version")
+# The app's build (assembly.mapping.version, service.version by default): the last few per service
+# are kept as label values, never folded into "other" (a new release must get its own series).
+VERSION_LABEL = "version"
+MAX_VERSIONS_PER_SERVICE = 5
 # Labels the pipeline sets itself, or that would carry ids, text or users: never allow-listed.
 FORBIDDEN_LABELS = frozenset({
     "metric", "service", "outcome", "window", "le", "quantile", "job", "instance",

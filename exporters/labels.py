@@ -5,6 +5,13 @@ from request data (a route with ids in it, a model name typed by a user) can cre
 So each allow-listed label admits at most ``max_values`` distinct values, first come first
 served; later values are reported as ``other`` and counted, so the dashboard can show that a cap
 was hit. The service label gets the same treatment.
+
+The ``version`` label (the app's build) is the exception: a release must get series of its own
+however many came before, so a new version is always admitted and the policy remembers each
+service's last ``MAX_VERSIONS_PER_SERVICE`` versions (by first sight; a version that returns after
+its eviction, a rollback, counts as new). Versions change at the pace of deploys, so the series
+grow by one set per release, not per request; an app that puts a per-request id there is
+misconfigured (``assembly.mapping.version``).
 """
 
 from __future__ import annotations
@@ -14,11 +21,12 @@ import threading
 from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence
 
+from exporters.config import MAX_VERSIONS_PER_SERVICE, VERSION_LABEL
 from monitor.model import EvaluationResult, Turn
 from monitor.telemetry import NullTelemetry, Telemetry, counter
 
 __all__ = ["OTHER", "UNKNOWN", "LabelPolicy", "LabelledResult", "LabelledConsumer", "LabelFanOut",
-           "LABEL_VALUES_CAPPED", "recorded_labels"]
+           "LABEL_VALUES_CAPPED", "RecentVersions", "recorded_labels"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,34 @@ def _builtin(name: str, turn: Turn, policy: str) -> str | None:
     return turn.labels.get(name)
 
 
+class RecentVersions:
+    """The last ``per_service`` versions of each service, newest last; not thread-safe (the
+    caller locks). A version seen again after its eviction comes back as the newest."""
+
+    def __init__(self, per_service: int = MAX_VERSIONS_PER_SERVICE) -> None:
+        if per_service < 1:
+            raise ValueError("per_service must be at least 1")
+        self._per_service = per_service
+        self._recent: dict[str, list[str]] = {}
+
+    def admit(self, service: str, version: str) -> None:
+        recent = self._recent.setdefault(service, [])
+        if version in recent:
+            return
+        recent.append(version)
+        del recent[:-self._per_service]
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        service, version = key
+        return version in self._recent.get(service, ())
+
+    def of(self, service: str) -> tuple[str, ...]:
+        return tuple(self._recent.get(service, ()))
+
+    def forget_service(self, service: str) -> None:
+        self._recent.pop(service, None)
+
+
 LABEL_VALUES_CAPPED = counter(
     "rag_monitor_label_values_capped_total",
     "Evaluation label values reported as 'other' because the label reached its cardinality cap.", "label")
@@ -69,6 +105,7 @@ class LabelPolicy:
         self._seen: dict[str, set[str]] = {n: set() for n in self.names}
         self._telemetry = telemetry or NullTelemetry()
         self._lock = threading.Lock()
+        self._versions = RecentVersions()
 
     def admit(self, name: str, value: str | None, *, count: bool = True) -> str:
         """The exported value of label ``name`` for a raw ``value`` (e.g. a stored service).
@@ -97,11 +134,31 @@ class LabelPolicy:
             return OTHER
         return value
 
+    def admit_version(self, service: str, version: str | None) -> str:
+        """The exported ``version`` of a result of ``service`` (an exported service value): the
+        version itself, remembered among the service's recent ones; ``other`` for the service
+        ``other`` (its versions would mix several services)."""
+        value = (version or UNKNOWN)[:_MAX_VALUE_CHARS]
+        if service == OTHER:
+            return OTHER
+        with self._lock:
+            self._versions.admit(service, value)
+        return value
+
+    def recent_versions(self, service: str) -> tuple[str, ...]:
+        """The versions of ``service`` the ``version`` label currently admits, oldest first."""
+        with self._lock:
+            return self._versions.of(service)
+
     def values(self, result: EvaluationResult) -> tuple[str, ...]:
         turn = result.turn
-        out = [self._admit("service", turn.service)]
+        service = self._admit("service", turn.service)
+        out = [service]
         for name in self.names[1:]:
-            out.append(self._admit(name, _builtin(name, turn, result.sampling_policy)))
+            if name == VERSION_LABEL:
+                out.append(self.admit_version(service, turn.labels.get(VERSION_LABEL)))
+            else:
+                out.append(self._admit(name, _builtin(name, turn, result.sampling_policy)))
         return tuple(out)
 
     def as_dict(self, result: EvaluationResult) -> dict[str, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from monitor.telemetry import Instrument
 
 __all__ = ["Instrument", "SCRAPE_TIME", "FLEET", "EVALUATION", "ROLLING", "JAILBREAK", "JUDGE", "SAMPLING",
-           "SCORE_BUCKETS", "JUDGE_LATENCY_BUCKETS"]
+           "RELEASES", "SCORE_BUCKETS", "JUDGE_LATENCY_BUCKETS"]
 
 # Native-scale scores: 0–1 metrics (F1, answer_relevance, precision…), 0–5 (answer_similarity)
 # and 1–5 rubric scores, 0–7 severities. Buckets are upper bounds; integers land on their bucket.
@@ -138,3 +138,31 @@ SAMPLING: tuple[Instrument, ...] = (
                "counter"),
 )
 
+
+# Release comparisons and the time-based change detector (exporters.release_metrics), computed from
+# fleet-wide data (the shared store when there is one), so every replica exports the same values:
+# aggregate with max by (service, metric, baseline, candidate), not sum.
+_RELEASE = ("service", "metric", "baseline", "candidate")
+_DETECTOR = ("service", "metric", "statistic")
+RELEASES: tuple[Instrument, ...] = (
+    Instrument("rag_monitor_release_defect_rate_difference",
+               "Weighted defect rate of the candidate release minus the baseline's (the version before it), on "
+               "the same minutes of traffic while both are live, adjacent traffic otherwise (NaN: not computable).",
+               "gauge", _RELEASE),
+    Instrument("rag_monitor_release_defect_rate_difference_lower",
+               "Lower bound of the anytime-valid 1-alpha confidence sequence on the difference (regressions.alpha): "
+               "above regressions.margin, the candidate is worse.", "gauge", _RELEASE),
+    Instrument("rag_monitor_release_defect_rate_difference_upper",
+               "Upper bound of the anytime-valid 1-alpha confidence sequence on the difference.", "gauge", _RELEASE),
+    Instrument("rag_monitor_release_evaluations",
+               "Scored evaluations of a version (the last five versions of each service) read since the monitor "
+               "started, from regressions.history_hours back.", "gauge", ("service", "metric", "version")),
+    Instrument("rag_monitor_regression_evidence",
+               "log10 of the change detector's e-value for the statistic (defect_rate | score); it alarms at "
+               "rag_monitor_regression_evidence_threshold.", "gauge", _DETECTOR),
+    Instrument("rag_monitor_regression_evidence_threshold",
+               "log10 of the change detector's alarm level (log10(1/alpha)): evidence at or above it is a regression.",
+               "gauge", _DETECTOR),
+    Instrument("rag_monitor_regression_active", "1 while the change detector reports a regression of the statistic, "
+               "else 0.", "gauge", _DETECTOR),
+)

@@ -16,14 +16,19 @@ from typing import Any, Sequence
 from exporters.store_schema import SCORE_COLUMNS
 from exporters.turn_queries import Fetch, OutcomeReason, StoredTurn, goodness, outcome_reasons, worst_turns
 
-__all__ = ["Fetch", "StoreReads", "StoredEvaluation", "ScoreRow", "MAX_QUERY_ROWS", "MAX_REFILL_ROWS", "pyformat",
-           "evaluations", "worst_recent", "scores_since", "scores_after", "first_score_id_since", "count"]
+__all__ = ["Fetch", "StoreReads", "StoredEvaluation", "ScoreRow", "ObservationRow", "MAX_QUERY_ROWS", "MAX_REFILL_ROWS", "pyformat",
+           "evaluations", "worst_recent", "scores_since", "scores_after", "observations_after",
+           "first_score_id_since", "count"]
 
 MAX_QUERY_ROWS = 1000
 MAX_REFILL_ROWS = 1_000_000
 
 ScoreRow = tuple[int, float, str, str, str, float, "float | None"]
 """``(score id, timestamp, metric, service, outcome, weight, value)``."""
+
+ObservationRow = tuple[int, float, str, str, str, "float | None", float, float, float, str]
+"""``(score id, timestamp, metric, service, outcome, value, scale low, scale high, weight, labels
+JSON)`` of a scored evaluation: what the release comparisons read (the version is a label)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +140,17 @@ async def scores_after(fetch: Fetch, after_id: int, limit: int) -> list[ScoreRow
     return [(int(r[0]), float(r[1]), str(r[2]), str(r[3]), str(r[4]), float(r[5]), r[6]) for r in rows]
 
 
+async def observations_after(fetch: Fetch, after_id: int, limit: int) -> list[ObservationRow]:
+    """:data:`ObservationRow` of the scored (status ``ok``) evaluations with a score id above
+    ``after_id``, in id order; at most ``limit`` (≤ 1,000,000). Read like :func:`scores_after`."""
+    rows = await fetch("SELECT s.id, s.timestamp, s.metric, r.service, s.outcome, s.value, s.scale_low, s.scale_high, "
+                       "r.weight, r.labels FROM scores s JOIN results r ON r.id = s.result_id "
+                       "WHERE s.id > ? AND s.status = 'ok' ORDER BY s.id LIMIT ?",
+                       [after_id, _capped(limit, MAX_REFILL_ROWS)])
+    return [(int(r[0]), float(r[1]), str(r[2]), str(r[3]), str(r[4]), None if r[5] is None else float(r[5]),
+             float(r[6]), float(r[7]), float(r[8]), str(r[9])) for r in rows]
+
+
 async def first_score_id_since(fetch: Fetch, since: float) -> int:
     """The lowest score id stored at or after ``since``; one past the highest id when none is
     (so ``scores_after(first - 1, …)`` starts the window, and an empty store gives 1)."""
@@ -194,6 +210,11 @@ class StoreReads(ABC):
         the scores with an id above ``after_id``, in id order, at most ``limit``: a reader that
         keeps the last id it saw reads every score once (ids become visible in order)."""
         return await scores_after(self._fetch, after_id, limit)
+
+    async def observations_after(self, after_id: int, limit: int) -> list[ObservationRow]:
+        """:data:`ObservationRow` of the scored evaluations with a score id above ``after_id``, in
+        id order, at most ``limit``: the fleet-wide input of the release comparisons."""
+        return await observations_after(self._fetch, after_id, limit)
 
     async def first_score_id_since(self, since: float) -> int:
         """The lowest score id stored at or after ``since`` (one past the highest when none)."""

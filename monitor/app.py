@@ -27,6 +27,7 @@ from exporters.prometheus import PrometheusTelemetry, ScrapeTimeCollector
 from exporters.store_factory import Store, build_store
 from exporters.store_windows import StoreWindows
 from exporters.jailbreak_rates import JailbreakCollector, JailbreakComparison
+from exporters.release_metrics import ReleaseBoard, ReleaseCollector
 from exporters.rolling import RollingCollector, RollingStats
 from monitor.admin.server import AdminServer
 from monitor.evaluation.catalogue import metric_catalogue
@@ -61,6 +62,8 @@ from monitor.receivers.otlp_grpc import OtlpGrpcReceiver
 from monitor.receivers.otlp_http import OtlpHttpReceiver
 from monitor.redaction import Redactor
 from monitor.redaction.sinks import TextFreeResults
+from monitor.regression import RegressionEngine
+from monitor.regression_feed import RegressionFeed, engine_config
 
 from monitor.startup import StartupSummary, startup_summary
 from samplers.build import build_sampler
@@ -138,6 +141,10 @@ class Sidecar:
         self.registry.register(RollingCollector(self.rolling))
         self.jailbreak = JailbreakComparison(exp.window_seconds())
         self.registry.register(JailbreakCollector(self.jailbreak))
+        # Release comparisons: published by the feed (built with the store), read at scrape time.
+        self.releases = ReleaseBoard()
+        if config.regressions.enabled:
+            self.registry.register(ReleaseCollector(self.releases))
         self._extra_consumers = tuple(result_consumers)
         self._sink = sink or NullConversationSink()
         self._components: list[Any] = []
@@ -156,6 +163,7 @@ class Sidecar:
         self.evaluation: EvaluationStage | None = None
         self.store: Store | None = None
         self.fleet_windows: StoreWindows | None = None
+        self.regression_feed: RegressionFeed | None = None
         self.jsonl: JsonlSink | None = None
         self.otlp_metrics: OtlpMetrics | None = None
         self.evaluation_events: EvaluationEvents | None = None
@@ -210,6 +218,12 @@ class Sidecar:
             # The fleet's one store: every replica's API and page read the fleet's windows from it.
             self.fleet_windows = StoreWindows(self.store, RollingStats(exp.window_seconds()),
                                               service=lambda s: self.labels.admit("service", s, count=False))
+        if cfg.regressions.enabled:
+            # Fleet-wide: read from the store (every replica's rows with PostgreSQL), else the results.
+            self.regression_feed = RegressionFeed(
+                RegressionEngine(time.time, engine_config(cfg.regressions)), self.releases, cfg.regressions,
+                source=self.store, service=lambda s: self.labels.admit("service", s, count=False),
+                telemetry=self.telemetry)
         self.jsonl = JsonlSink(exp.jsonl, self.telemetry) if exp.jsonl.path else None
         sinks: tuple[ResultConsumer, ...] = tuple(c for c in (self.store, self.jsonl, self.evaluation_events)
                                                   if c is not None)
@@ -221,7 +235,9 @@ class Sidecar:
         redact = Redactor(cfg.redaction, self.telemetry).redact_turn if cfg.redaction.enabled else None
         consumers: tuple[ResultConsumer, ...] = (LabelFanOut(self.labels, [c for c in (self.results, self.rolling, self.otlp_metrics)
                                                if c is not None]),
-                     self.jailbreak, *sinks, *self._extra_consumers)
+                     self.jailbreak, *sinks,
+                     *((self.regression_feed,) if self.regression_feed is not None and self.store is None else ()),
+                     *self._extra_consumers)
         # Results of a capped policy wait for their post-stratified weight (samplers.weighting).
         self.weight_gate = WeightGate(consumers, CellFactors(ledger, self.fleet_traffic), self.telemetry)
         self.evaluation = EvaluationStage(
@@ -257,7 +273,8 @@ class Sidecar:
                                  summary=self.fleet_windows.rolling if self.fleet_windows else self.rolling,
                                  store=self.store, telemetry=self.telemetry,
                                  catalogue=metric_catalogue(cfg.evaluation, cfg.judge.enabled), pipeline=pipeline,
-                                 jailbreak=self.jailbreak)
+                                 jailbreak=self.jailbreak,
+                                 releases=self.releases if cfg.regressions.enabled else None)
         self.watch = PipelineWatch(self.registry, setting)
         forwarder = self.forwarder
         evaluation = self.evaluation
@@ -282,7 +299,8 @@ class Sidecar:
                                               lambda: assembler.pending_bytes)
         self.registry.register(self._collector)
         # Downstream first: the store before the admin server that queries it.
-        return [c for c in (self.store, self.fleet_windows, self.jsonl, self.otlp_metrics, self.evaluation_events,
+        return [c for c in (self.store, self.fleet_windows, self.regression_feed, self.jsonl, self.otlp_metrics,
+                            self.evaluation_events,
                             self.admin, self.watch,
                             self.fleet, self.fleet_traffic, self.judge, self.content_safety, self.weight_gate,
                             self.fleet_decider, self.evaluation, self.conversations, self.assembler,

@@ -25,6 +25,7 @@ from monitor.judge.config import JudgeConfig
 from monitor.net.addresses import is_loopback
 from monitor.receivers.config import ForwardConfig, GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from monitor.redaction.config import RedactionConfig
+from monitor.regression_config import RegressionsConfig
 from samplers.config import SamplingConfig
 
 __all__ = ["MonitorConfig", "load_config", "ENV_PREFIX"]
@@ -52,6 +53,8 @@ class MonitorConfig(_Section):
         default_factory=FleetConfig, description="shared state of several replicas on Redis; off unless redis_url is set")
     redaction: RedactionConfig = Field(
         default_factory=RedactionConfig, description="personal data replaced before text leaves the process")
+    regressions: RegressionsConfig = Field(
+        default_factory=RegressionsConfig, description="release comparisons and the change detector")
     service_name: str = Field("rag-monitor", description="this process's own service.name")
     shutdown_deadline_seconds: float = Field(10.0, gt=0)
     log_level: str = Field("INFO", pattern="^(DEBUG|INFO|WARNING|ERROR)$")

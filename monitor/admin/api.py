@@ -25,6 +25,22 @@ Endpoints (all ``GET``, all JSON, ``Cache-Control: no-store``; busy: 503 + ``Ret
     ``conversation_id``, ``service``, ``labels``, ``turn_start`` (unix s or null),
     ``question``/``answer`` (excerpts) with ``question_truncated``/``answer_truncated``.
 
+``/api/releases``
+    ``{"services": [{"service", "versions": [{"version", "first_seen", "last_seen",
+    "evaluations"}], "comparisons": [C, ...]}], "at": unix s}``, versions oldest first. C: a
+    release comparison of one metric, candidate against baseline (``service``, ``metric``,
+    ``baseline``, ``candidate``, ``mode`` canary | adjacent, ``n_baseline``, ``n_candidate``,
+    ``defect_rate_baseline``/``_candidate``, ``difference`` with ``lower``/``upper`` (the
+    anytime-valid confidence sequence, null until computable), the same for ``score_…``,
+    ``regressed``, ``drivers``: ``[{"label", "value", "before", "after", "share", "n"}]``).
+
+``/api/regressions``
+    ``{"active": [R, ...], "watching": [R, ...], "at": unix s}``: the change detector's states
+    that alarm, and those that do not but have evidence (log10 e-value above 0). R: ``service``,
+    ``metric``, ``statistic`` (defect_rate | score), ``since``, ``before``, ``after``,
+    ``lower``/``upper`` (on after − before), ``evidence``, ``threshold`` (log10 of the alarm
+    level), ``active``, ``drivers``, and ``runbook_url``.
+
 Parameters: ``metric`` (letters, digits, ``_ . : -``), ``outcome``, ``since`` (unix seconds, an
 ISO-8601 time — UTC when it has no offset — or a duration back from now such as ``15m``),
 ``limit`` (1–1000). A bad or unknown parameter is a 400 ``{"error": ..., "parameter": name}``.
@@ -40,6 +56,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import dataclasses
 import json
 import math
 import re
@@ -48,6 +65,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Protocol, Sequence
 
 from exporters.config import parse_duration
+from exporters.release_metrics import ReleaseSnapshot
 from exporters.result_store import StoredEvaluation
 from monitor.admin.summary import SummarySource, TrendPointView, WindowStatsView, summary_document, window_document
 
@@ -71,6 +89,9 @@ __all__ = [
     "window_document",
     "evaluation_item",
     "encode_json",
+    "releases_document",
+    "regressions_document",
+    "REGRESSION_ALERTS",
 ]
 
 OUTCOMES = ("pass", "defect", "error", "skipped", "unscored_refused")
@@ -278,3 +299,51 @@ def encode_json(document: Any) -> bytes:
     """Compact UTF-8 JSON. ``allow_nan=False``: a NaN that slipped past the documents' NaN → null
     mapping fails loudly instead of emitting invalid JSON."""
     return json.dumps(document, allow_nan=False, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+# The alert each statistic of the change detector raises (helm/rag-monitor alert rules); its
+# runbook is the section of the runbooks page named after it.
+REGRESSION_ALERTS = {"defect_rate": "RagMonitorQualityDefectRateRegressed",
+                     "score": "RagMonitorQualityScoreRegressed"}
+
+
+def _plain(value: Any) -> Any:
+    """A record of the regression engine as JSON values: dataclasses as objects, tuples as lists,
+    a non-finite number as null."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, float):
+        return _finite(value)
+    return value
+
+
+def releases_document(snapshot: ReleaseSnapshot) -> dict[str, Any]:
+    """``/api/releases``: per service its versions and its comparisons (see the module doc)."""
+    services: dict[str, dict[str, Any]] = {}
+    for s in snapshot.services:
+        services[s.service] = {"service": s.service, "versions": [_plain(v) for v in s.versions], "comparisons": []}
+    for c in snapshot.comparisons:
+        entry = services.setdefault(c.service, {"service": c.service, "versions": [], "comparisons": []})
+        entry["comparisons"].append(_plain(c))
+    return {"services": list(services.values()), "at": snapshot.at}
+
+
+def regressions_document(snapshot: ReleaseSnapshot) -> dict[str, Any]:
+    """``/api/regressions``: alarming detector states, then the watched ones with evidence."""
+    active: list[dict[str, Any]] = []
+    watching: list[dict[str, Any]] = []
+    base = snapshot.runbook_base_url
+    for r in snapshot.regressions:
+        item = _plain(r)
+        alert = REGRESSION_ALERTS.get(r.statistic, "")
+        item["runbook_url"] = f"{base}#{alert.lower()}" if base and alert else base or None
+        if r.active:
+            active.append(item)
+        elif math.isfinite(r.evidence) and r.evidence > 0:
+            watching.append(item)
+    watching.sort(key=lambda item: -(item["evidence"] or 0.0))
+    return {"active": active, "watching": watching, "at": snapshot.at}

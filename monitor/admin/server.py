@@ -37,8 +37,12 @@ from monitor.admin.api import (
     encode_json,
     evaluation_item,
     parse_evaluations_query,
+    single_values,
     parse_worst_query,
+    regressions_document,
+    releases_document,
 )
+from exporters.release_metrics import ReleaseBoard
 from monitor.admin.catalogue import MetricDescription
 from monitor.admin.health import PipelineStatus
 from monitor.admin.status_page import page_response
@@ -85,8 +89,10 @@ class _ApiRoutes:
     def __init__(self, *, token: str | None, summary: SummarySource | None, store: ResultReads | None,
                  telemetry: Telemetry | None, clock: Callable[[], float], max_in_flight: int = 4,
                  excerpt_chars: int = 500, catalogue: Mapping[str, MetricDescription] | None = None,
-                 pipeline: PipelineStatus | None = None, jailbreak: JailbreakSource | None = None) -> None:
+                 pipeline: PipelineStatus | None = None, jailbreak: JailbreakSource | None = None,
+                 releases: ReleaseBoard | None = None) -> None:
         self._jailbreak = jailbreak
+        self._releases = releases
         self._token = token.encode() if token is not None else None
         self._summary = summary
         self._store = store
@@ -104,7 +110,9 @@ class _ApiRoutes:
                 web.get("/api/pipeline", self._guard(self._pipeline_route)),
                 web.get("/api/turns", self._guard(self._turns_route)),
                 web.get("/api/evaluations", self._guard(self._evaluations_route)),
-                web.get("/api/worst", self._guard(self._worst_route))]
+                web.get("/api/worst", self._guard(self._worst_route)),
+                web.get("/api/releases", self._guard(self._releases_route)),
+                web.get("/api/regressions", self._guard(self._regressions_route))]
 
     def _longest_seconds(self) -> float:
         windows = self._summary.windows if self._summary is not None else ()
@@ -173,6 +181,20 @@ class _ApiRoutes:
         self._failing.discard("pipeline counters")
         return _json(body)
 
+    async def _releases_route(self, request: web.Request) -> web.StreamResponse:
+        single_values(request.query, ())
+        board = self._releases
+        if board is None:
+            return _error(503, "release comparisons are off (regressions.enabled)")
+        return _json(await asyncio.to_thread(lambda: encode_json(releases_document(board.snapshot()))))
+
+    async def _regressions_route(self, request: web.Request) -> web.StreamResponse:
+        single_values(request.query, ())
+        board = self._releases
+        if board is None:
+            return _error(503, "regression detection is off (regressions.enabled)")
+        return _json(await asyncio.to_thread(lambda: encode_json(regressions_document(board.snapshot()))))
+
     async def _turns_route(self, request: web.Request) -> web.StreamResponse:
         query = parse_turns_query(request.query, self._clock(), self._longest_seconds())
         if self._store is None:
@@ -236,14 +258,14 @@ class AdminServer:
                  summary: SummarySource | None = None, store: ResultReads | None = None,
                  telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time,
                  catalogue: Mapping[str, MetricDescription] | None = None, pipeline: PipelineStatus | None = None,
-                 jailbreak: JailbreakSource | None = None) -> None:
+                 jailbreak: JailbreakSource | None = None, releases: ReleaseBoard | None = None) -> None:
         self._config = config
         self._registry = registry
         self._ready = ready
         self._pipeline = pipeline
         token = config.bearer_token.get_secret_value() if config.bearer_token is not None else None
         self._api = _ApiRoutes(token=token, summary=summary, store=store, telemetry=telemetry, clock=clock,
-                               catalogue=catalogue, pipeline=pipeline, jailbreak=jailbreak)
+                               catalogue=catalogue, pipeline=pipeline, jailbreak=jailbreak, releases=releases)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None

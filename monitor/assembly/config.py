@@ -24,6 +24,10 @@ class AttributeMapping(_Section):
     labels: dict[str, str] = Field(
         default_factory=dict, description="label name -> span attribute name, e.g. route: http.route"
     )
+    version: list[str] = Field(
+        default_factory=lambda: ["service.version"],
+        description="attributes naming the app's build, read from the resource then the spans: the turn's "
+                    "version label (release comparisons); [] turns it off")
 
 
 class AssemblyConfig(_Section):

@@ -230,6 +230,16 @@ def _lookup(spans: Iterable[SpanRecord], keys: Sequence[str]) -> str | None:
     return None
 
 
+def _version(root: SpanRecord, final: SpanRecord, spans: Sequence[SpanRecord], keys: Sequence[str]) -> str | None:
+    """The app's build (``service.version`` by default): a resource attribute where the OTel
+    semantic conventions put it, else a span attribute of the same name."""
+    for key in keys:
+        for resource in (root.resource, final.resource):
+            if v := as_str(resource.get(key)):
+                return v
+    return _lookup(spans, keys)
+
+
 def _error(spans: Sequence[SpanRecord]) -> str | None:
     for s in spans:
         if s.status_code == StatusCode.ERROR:
@@ -274,7 +284,7 @@ def span_attributes_read(mapping: AttributeMapping,
     attributes are kept whole)."""
     mapped = AttributeSelection(frozenset(
         [*mapping.question, *mapping.answer, *mapping.conversation_id, *mapping.ground_truth, *mapping.system_prompt,
-         *mapping.documents, *mapping.labels.values()]))
+         *mapping.documents, *mapping.labels.values(), *mapping.version]))
     for c in conventions:
         mapped = mapped.union(c.reads)
     return mapped
@@ -360,6 +370,9 @@ def build_turn(spans: Sequence[SpanRecord], logs: Sequence[LogRecord], mapping: 
                 "session.id or your instrumentation's session property)")
         conversation_id = root.trace_id
     labels = {label: v for label, key in mapping.labels.items() if (v := _lookup(ordered, (key,)))}
+    version = _version(root, final, ordered, mapping.version)
+    if version and "version" not in labels:  # an explicitly mapped version label wins
+        labels["version"] = version
     return Turn(
         trace_id=root.trace_id,
         conversation_id=conversation_id,

@@ -1,0 +1,73 @@
+"""The ``regressions`` section: release comparisons and the time-based change detector.
+
+Example (YAML)::
+
+    regressions:
+      alpha: 0.05            # error level of the anytime-valid intervals
+      margin: 0.0            # a release regressed when the lower bound of its difference exceeds this
+      driver_labels: [route, model]
+
+The app's version itself comes from ``assembly.mapping.version`` (``service.version`` by default).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from exporters.config import FORBIDDEN_LABELS, VERSION_LABEL
+
+__all__ = ["RegressionsConfig", "RUNBOOKS"]
+
+RUNBOOKS = "https://github.com/rag-monitor/rag-monitor/blob/main/helm/rag-monitor/docs/runbooks.md"
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+class RegressionsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(True, description="compare releases and watch for regressions")
+    alpha: float = Field(0.05, gt=0, le=0.2, description="error level of the anytime-valid confidence sequences "
+                                                          "(valid however often they are looked at)")
+    margin: float = Field(0.0, ge=0, lt=1, description="a release has regressed when the lower bound of its "
+                                                       "defect-rate difference exceeds this")
+    min_evaluations: int = Field(20, ge=1, le=100_000,
+                                 description="evaluations each version needs before its interval is reported")
+    canary_grace_seconds: float = Field(
+        900.0, gt=0, le=86_400, description="the previous version still answering this long after the new one "
+                                            "started makes the new one a canary (compared on the same minutes)")
+    reactivation_gap_seconds: float = Field(
+        1800.0, gt=0, le=7 * 86_400, description="a version silent this long, then seen again, is a rollback: "
+                                                 "the candidate again")
+    driver_labels: list[str] = Field(
+        default_factory=lambda: ["route", "model"], max_length=3,
+        description="turn labels searched for the values that carry a change (the version is always searched)")
+    refresh_seconds: float = Field(5.0, gt=0, le=300, description="how often new evaluations are read (from the "
+                                                                   "result store when there is one)")
+    history_hours: float = Field(24.0, gt=0, le=168, description="evaluations read back from the result store at "
+                                                                  "start")
+    max_pending: int = Field(100_000, gt=0, description="without a result store: evaluations waiting for the next "
+                                                        "refresh; more are dropped (oldest first) and counted")
+    runbook_base_url: str = Field(RUNBOOKS, description="the runbooks page; /api/regressions links "
+                                                         "<url>#<alert name in lower case>")
+
+    @field_validator("driver_labels")
+    @classmethod
+    def _labels_ok(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not _LABEL_NAME.match(name):
+                raise ValueError(f"{name!r} is not a label name")
+            if name in FORBIDDEN_LABELS or name == VERSION_LABEL:
+                raise ValueError(f"{name!r} cannot be a driver label (reserved, an id or text field, or the version)")
+        if len(set(names)) != len(names):
+            raise ValueError("labels are listed twice")
+        return names
+
+    @field_validator("runbook_base_url")
+    @classmethod
+    def _url_ok(cls, url: str) -> str:
+        if urlsplit(url).scheme not in ("http", "https"):
+            raise ValueError(f"{url!r} is not an http(s) URL")
+        return url

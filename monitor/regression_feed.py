@@ -1,0 +1,240 @@
+"""Feeds the regression engine (``monitor.regression``) with the evaluations of the whole fleet and
+publishes what it concludes (``exporters.release_metrics.ReleaseBoard``).
+
+In sidecar mode no process sees two versions: a rolling update replaces the pods running v1 by
+pods running v2. So the comparisons are computed from the result store when there is one — the
+fleet's PostgreSQL store (``exporters.store.url``) holds every replica's evaluations, and every
+replica reading the same rows in the same (id) order reaches the same figures — and from this
+process's own results otherwise (the SQLite file is this process's too; without any store the
+results are taken as they are produced).
+
+Every ``refresh_seconds`` the scores stored since the last read are fetched (by id: the stores
+make ids visible in id order), converted to :class:`monitor.regression.Observation`\\ s and
+observed; then the engine's comparisons, detector states and versions are published as one
+immutable snapshot. The conversion (JSON labels), the engine and the snapshot run in a worker
+thread under one lock, so the event loop only awaits. At start the feed reads
+``history_hours`` back, so a restarted replica compares releases at once.
+
+Scores become observations as follows: ``defect`` from the outcome (pass | defect), ``score`` the
+value's position on its scale, flipped for the metrics where higher is worse
+(``exporters.result_store.HIGHER_IS_WORSE``), so 1 is always best; ``weight`` the
+Horvitz–Thompson weight stored with the result; ``version`` the turn's ``version`` label
+(``unknown`` without one: the time-based detector still watches it); ``labels`` the
+``driver_labels`` of the turn (route, model), searched for the values that carry a change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Collection, Iterable, Mapping, Protocol, Sequence
+
+from exporters.config import MAX_VERSIONS_PER_SERVICE, VERSION_LABEL
+from exporters.labels import UNKNOWN, recorded_labels
+from exporters.release_metrics import ReleaseBoard, ReleaseSnapshot, ServiceReleases
+from exporters.result_store import HIGHER_IS_WORSE
+from exporters.store_queries import ObservationRow
+from monitor.model import EvaluationResult, ScoreStatus
+from monitor.regression import Observation, RegressionConfig, RegressionEngine
+from monitor.regression_config import RegressionsConfig
+from monitor.telemetry import NullTelemetry, Telemetry, counter
+
+__all__ = ["ObservationSource", "RegressionFeed", "engine_config", "observation", "FEED_DROPPED"]
+
+log = logging.getLogger(__name__)
+
+FEED_DROPPED = counter(
+    "rag_monitor_regression_feed_dropped_total",
+    "Evaluations the release comparisons never saw: without a result store, more were waiting than "
+    "regressions.max_pending (oldest dropped), or one could not be read.", "reason")
+
+_MAX_VALUE_CHARS = 120
+_PAGE = 50_000
+
+# One evaluation as the feed reads it: (timestamp, metric, service, outcome, value, scale low,
+# scale high, weight, labels). Labels are a JSON text from the store, a mapping from a result.
+_Row = tuple[float, str, str, str, "float | None", float, float, float, "str | Mapping[str, str]"]
+
+
+class ObservationSource(Protocol):
+    """The store's reads the feed needs (``exporters.store_queries.StoreReads``)."""
+
+    async def observations_after(self, after_id: int, limit: int) -> list[ObservationRow]: ...
+
+    async def first_score_id_since(self, since: float) -> int: ...
+
+
+def engine_config(config: RegressionsConfig) -> RegressionConfig:
+    """The engine's tuning from the ``regressions`` section (the rest: the engine's defaults)."""
+    return RegressionConfig(alpha=config.alpha, margin=config.margin, versions_per_service=MAX_VERSIONS_PER_SERVICE,
+                            min_evaluations=config.min_evaluations, canary_grace_seconds=config.canary_grace_seconds,
+                            reactivation_gap_seconds=config.reactivation_gap_seconds)
+
+
+def _position(metric: str, value: float | None, low: float, high: float, risk: Collection[str]) -> float | None:
+    if value is None or not math.isfinite(value) or not high > low:
+        return None
+    position = min(1.0, max(0.0, (value - low) / (high - low)))
+    return 1.0 - position if metric in risk else position
+
+
+def observation(row: _Row, *, service: Callable[[str], str] = lambda s: s, driver_labels: Sequence[str] = (),
+                risk: Collection[str] = HIGHER_IS_WORSE) -> Observation:
+    """The engine's input for one scored evaluation (see the module doc). Raises ValueError for
+    a row that cannot be read."""
+    at, metric, raw_service, outcome, value, low, high, weight, raw_labels = row
+    if isinstance(raw_labels, str):
+        decoded = json.loads(raw_labels)
+        labels: Mapping[str, Any] = decoded if isinstance(decoded, dict) else {}
+    else:
+        labels = raw_labels
+    version = str(labels.get(VERSION_LABEL) or UNKNOWN)[:_MAX_VALUE_CHARS]
+    drivers = {name: str(labels[name])[:_MAX_VALUE_CHARS] for name in driver_labels if labels.get(name)}
+    return Observation(
+        at=at, service=service(raw_service), metric=metric, version=version,
+        weight=weight if math.isfinite(weight) and weight > 0 else 1.0,
+        defect=True if outcome == "defect" else False if outcome == "pass" else None,
+        score=_position(metric, value, low, high, risk), labels=drivers)
+
+
+class RegressionFeed:
+    """``Component`` (and ``ResultConsumer`` when it has no store to read): see the module doc.
+
+    ``service`` maps a stored service name to its exported value (the label policy's), so the
+    comparisons' series line up with the other series of the service.
+    """
+
+    def __init__(self, engine: RegressionEngine, board: ReleaseBoard, config: RegressionsConfig, *,
+                 source: ObservationSource | None, service: Callable[[str], str] = lambda s: s,
+                 telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time,
+                 page: int = _PAGE) -> None:
+        self._engine = engine
+        self._board = board
+        self._config = config
+        self._source = source
+        self._service = service
+        self._telemetry = telemetry or NullTelemetry()
+        self._clock = clock
+        self._page = page
+        self._lock = threading.Lock()  # the engine and the counts: one worker thread at a time
+        self._queue: deque[_Row] = deque()
+        self._last_id: int | None = None
+        self._counts: dict[tuple[str, str, str], int] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._failing = False
+        self.observed = 0
+        """Evaluations observed since start (tests and logs)."""
+
+    # ------------------------------------------------------------------ without a store
+    def consume_result(self, result: EvaluationResult) -> None:
+        """Queue the result's scored evaluations for the next refresh (no store to read)."""
+        if self._source is not None:
+            return
+        turn = result.turn
+        labels = recorded_labels(turn)
+        ts = self._clock()
+        for s in result.scores:
+            if s.status != ScoreStatus.OK:
+                continue
+            if len(self._queue) >= self._config.max_pending:
+                self._queue.popleft()
+                self._telemetry.add(FEED_DROPPED, reason="queue_full")
+            self._queue.append((ts, s.metric, turn.service, s.outcome, s.value, s.scale[0], s.scale[1],
+                                result.weight, labels))
+
+    # ------------------------------------------------------------------ reading and observing
+    async def refresh(self) -> int:
+        """Observe what arrived since the last refresh, then publish a snapshot; returns the
+        evaluations observed. Raises when the store cannot be read (the next refresh retries)."""
+        observed = 0
+        if self._source is None:
+            rows = list(self._queue)
+            self._queue.clear()
+            observed = await asyncio.to_thread(self._observe, rows)
+        else:
+            if self._last_id is None:
+                since = self._clock() - self._config.history_hours * 3600.0
+                self._last_id = max(0, await self._source.first_score_id_since(since) - 1)
+            while True:
+                page = await self._source.observations_after(self._last_id, self._page)
+                if page:
+                    self._last_id = page[-1][0]
+                    observed += await asyncio.to_thread(self._observe, [r[1:] for r in page])
+                if len(page) < self._page:
+                    break
+        await asyncio.to_thread(self._publish)
+        return observed
+
+    def _observe(self, rows: Iterable[_Row]) -> int:
+        drivers = self._config.driver_labels
+        n = bad = 0
+        with self._lock:
+            for row in rows:
+                try:
+                    obs = observation(row, service=self._service, driver_labels=drivers)
+                    self._engine.observe(obs)
+                except (ValueError, TypeError):
+                    bad += 1
+                    continue
+                key = (obs.service, obs.metric, obs.version)
+                self._counts[key] = self._counts.get(key, 0) + 1
+                n += 1
+        if bad:
+            self._telemetry.add(FEED_DROPPED, bad, reason="unreadable")
+        self.observed += n
+        return n
+
+    def _publish(self) -> None:
+        with self._lock:
+            now = self._clock()
+            comparisons = tuple(self._engine.releases(now))
+            regressions = tuple(self._engine.regressions(now))
+            services = []
+            remembered: set[tuple[str, str]] = set()
+            for service in self._engine.services():
+                versions = tuple(self._engine.versions(service))
+                remembered.update((service, v.version) for v in versions)
+                services.append((service, versions))
+            # Counts of forgotten versions go with them (the engine keeps five per service).
+            self._counts = {k: n for k, n in self._counts.items() if (k[0], k[2]) in remembered}
+            by_service: dict[str, dict[tuple[str, str], int]] = {}
+            for (service, metric, version), n in self._counts.items():
+                by_service.setdefault(service, {})[(metric, version)] = n
+        self._board.publish(ReleaseSnapshot(
+            at=now, services=tuple(ServiceReleases(s, v, by_service.get(s, {})) for s, v in services),
+            comparisons=comparisons, regressions=regressions, runbook_base_url=self._config.runbook_base_url))
+
+    # ------------------------------------------------------------------ lifecycle
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store is away, or a bug: the last snapshot stays published
+                if not self._failing:
+                    self._failing = True
+                    log.warning("release comparisons: refreshing failed (%s); retrying every %.0f s",
+                                exc, self._config.refresh_seconds)
+            else:
+                if self._failing:
+                    self._failing = False
+                    log.info("release comparisons: refreshing again")
+            await asyncio.sleep(self._config.refresh_seconds)
+
+    async def start(self) -> None:
+        """Returns at once; the first refresh (the history read back) runs in the background."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="rag-monitor-regression-feed")
+
+    async def shutdown(self, deadline: float | None = None) -> None:
+        """Stop refreshing; safe twice and without start."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
