@@ -113,7 +113,8 @@ def test_rules_use_only_series_rag_monitor_exports() -> None:
     exported: set[str] = set()
     import monitor.app  # noqa: F401  (imports every stage, so every counter is declared)
 
-    for table in (declared_counters(), spec.SCRAPE_TIME, spec.EVALUATION, spec.ROLLING, spec.JUDGE, spec.SAMPLING):
+    for table in (declared_counters(), spec.SCRAPE_TIME, spec.EVALUATION, spec.ROLLING, spec.JUDGE, spec.SAMPLING,
+                  spec.RELEASES):
         for inst in table:
             exported.add(inst.name)
             if inst.kind == "histogram":

@@ -32,6 +32,8 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 SCOPE = ("instance", "job")  # added by the Prometheus scrape
 EVALUATION = ("metric", "service", "route", "model", *SCOPE)  # route/model: allow-listed examples
 ROLLING = ("metric", "service", "window", *SCOPE)
+RELEASE = ("service", "metric", "baseline", "candidate", *SCOPE)
+DETECTOR = ("service", "metric", "statistic", *SCOPE)
 
 # Every series the sidecar exposes on /metrics, with the labels a query may select on.
 CONTRACT: dict[str, tuple[str, ...]] = {
@@ -44,6 +46,13 @@ CONTRACT: dict[str, tuple[str, ...]] = {
     "rag_monitor_defect_rate_lower": ROLLING,
     "rag_monitor_defect_rate_upper": ROLLING,
     "rag_monitor_window_evaluations": ROLLING,
+    "rag_monitor_release_defect_rate_difference": RELEASE,
+    "rag_monitor_release_defect_rate_difference_lower": RELEASE,
+    "rag_monitor_release_defect_rate_difference_upper": RELEASE,
+    "rag_monitor_release_evaluations": ("service", "metric", "version", *SCOPE),
+    "rag_monitor_regression_evidence": DETECTOR,
+    "rag_monitor_regression_evidence_threshold": DETECTOR,
+    "rag_monitor_regression_active": DETECTOR,
     "rag_monitor_jailbreak_group_defect_rate": ("group", "window", *SCOPE),
     "rag_monitor_jailbreak_defect_rate_difference": ("window", *SCOPE),
     "rag_monitor_jailbreak_defect_rate_difference_lower": ("window", *SCOPE),
@@ -168,8 +177,8 @@ def test_grid_positions_fit_24_columns_and_do_not_overlap(board: dict[str, Any])
 
 def test_rows_head_their_sections_across_the_full_width(board: dict[str, Any]) -> None:
     rows = [p for p in board["panels"] if p["type"] == "row"]
-    assert [r["title"] for r in rows] == ["Overview", "Defect rate", "Scores", "Evaluations", "Judge (LLM)",
-                                          "Pipeline health"]
+    assert [r["title"] for r in rows] == ["Overview", "Releases and regressions", "Defect rate", "Scores",
+                                          "Evaluations", "Judge (LLM)", "Pipeline health"]
     assert all(r["gridPos"]["w"] == 24 and r["gridPos"]["x"] == 0 for r in rows)
 
 
@@ -243,6 +252,26 @@ def test_defect_rate_band_and_population_rate(board: dict[str, Any]) -> None:
     population = by_title["Population defect rate by metric (all replicas, $window)"]["targets"][0]["expr"]
     assert 'rag_monitor_evaluation_weight_total{outcome="defect"' in population
     assert 'rag_monitor_evaluation_weight_total{outcome=~"pass|defect"' in population
+
+
+def test_release_and_detector_panels_join_replicas_by_max(board: dict[str, Any]) -> None:
+    by_title = {p["title"]: p for p in panels(board)}
+    diff = by_title["Release vs the one before: defect-rate difference with its anytime-valid band"]
+    exprs = [t["expr"] for t in diff["targets"]]
+    for suffix in ("", "_lower", "_upper"):
+        assert any(e.startswith(f"max by (service, metric, baseline, candidate) "
+                                f"(rag_monitor_release_defect_rate_difference{suffix}{{") for e in exprs), suffix
+    # A difference goes below 0: no floor at 0, and the alert's default margin drawn as a line.
+    assert "min" not in diff["fieldConfig"]["defaults"]
+    assert diff["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] == "line"
+    assert [s["value"] for s in diff["fieldConfig"]["defaults"]["thresholds"]["steps"]] == [None, 0]
+    detector = by_title["Change detector: evidence against 'nothing changed' vs its alarm level"]
+    evidence, level = sorted(t["expr"] for t in detector["targets"])
+    assert evidence.startswith("max by (service, metric, statistic) (rag_monitor_regression_evidence{")
+    assert level.startswith("max by (statistic) (rag_monitor_regression_evidence_threshold{")
+    for panel in (diff, detector, by_title["Evaluations per release"]):
+        for target in panel["targets"]:
+            assert "sum" not in target["expr"], (panel["title"], target["expr"])
 
 
 def test_score_heatmap_reads_the_histogram_with_exemplars_linked_to_traces(board: dict[str, Any]) -> None:

@@ -22,6 +22,10 @@ from tests.support.prometheus_server import PrometheusServer, prometheus_binary
 pytestmark = pytest.mark.skipif(prometheus_binary() is None,
                                 reason="needs the Debian 'prometheus' package (.ci/run installs it)")
 
+# The demo's app serves one version (service.version 2.3.0) and a release comparison needs two:
+# this panel's numbers are checked on synthetic series in test_dashboard_promql.py.
+NEEDS_TWO_RELEASES = {"Release vs the one before: defect-rate difference with its anytime-valid band"}
+
 
 def _config(judge_url: str, scratch: Path) -> MonitorConfig:
     base = test_config().model_dump(mode="json")
@@ -38,7 +42,8 @@ def _config(judge_url: str, scratch: Path) -> MonitorConfig:
 async def test_every_dashboard_query_returns_data(tmp_path: Path) -> None:
     board = load_dashboard()
     variables = default_variables(board) | {"min_evaluations": "1", "window": "5m"}
-    queries = [(title, ref, substitute(expr, variables)) for title, ref, expr in panel_queries(board)]
+    queries = [(title, ref, substitute(expr, variables)) for title, ref, expr in panel_queries(board)
+               if title not in NEEDS_TWO_RELEASES]
     assert len(queries) >= 30
     async with JudgeServer(default=schema_reply()) as judge:
         sidecar = Sidecar(_config(judge.base_url, tmp_path), registry=CollectorRegistry())

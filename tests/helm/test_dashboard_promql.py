@@ -141,3 +141,41 @@ def test_absent_counters_read_none_at_zero_only_while_the_sidecar_is_scraped(tmp
     dropped = {'rag_monitor_spans_dropped_total{instance="a", reason="queue_full"}': "0+15x40", **ALIVE}
     evaluate(tmp_path, dropped, expr, {'{reason="queue_full"}': 1.0})
     evaluate(tmp_path, {'unrelated{instance="a"}': "0x40"}, expr, {})
+
+
+def release(name: str, instance: str, metric: str, value: str, candidate: str = "v2") -> tuple[str, str]:
+    labels = f'service="app", metric="{metric}", baseline="v1", candidate="{candidate}", instance="{instance}"'
+    return f"{name}{{{labels}}}", value
+
+
+def test_release_difference_joins_replicas_by_max_and_counts_regressed_releases(tmp_path: Path) -> None:
+    lower = "rag_monitor_release_defect_rate_difference_lower"
+    series = dict([
+        # Two replicas export the same comparison; one lags a scrape behind: max, one series.
+        release(lower, "a", "relevance", "0.02x40"), release(lower, "b", "relevance", "0.01x40"),
+        release(lower, "a", "groundedness", "-0.03x40"),
+        release(lower, "a", "f1_score", "0x40"),
+    ])
+    title = "Release vs the one before: defect-rate difference with its anytime-valid band"
+    pair = '{service="app", metric="%s", baseline="v1", candidate="v2"}'
+    evaluate(tmp_path, series, expression(title, "B"),
+             {pair % "relevance": 0.02, pair % "groundedness": -0.03, pair % "f1_score": 0.0})
+    # Only a lower bound strictly above 0 counts as regressed.
+    evaluate(tmp_path, {**series, **ALIVE}, expression("Releases worse than the one before"), {"{}": 1.0})
+    no_regression = dict([release(lower, "a", "relevance", "-0.01x40")])
+    evaluate(tmp_path, {**no_regression, **ALIVE}, expression("Releases worse than the one before"), {"{}": 0.0})
+
+
+def test_active_regressions_count_each_detector_once_across_replicas(tmp_path: Path) -> None:
+    def active(instance: str, metric: str, statistic: str, value: str) -> tuple[str, str]:
+        labels = f'service="app", metric="{metric}", statistic="{statistic}", instance="{instance}"'
+        return f"rag_monitor_regression_active{{{labels}}}", value
+
+    series = dict([
+        active("a", "relevance", "defect_rate", "1x40"), active("b", "relevance", "defect_rate", "1x40"),
+        active("a", "relevance", "score", "0x40"),
+        active("a", "groundedness", "score", "1x40"),
+    ])
+    evaluate(tmp_path, {**series, **ALIVE}, expression("Active regressions"), {"{}": 2.0})
+    quiet = dict([active("a", "relevance", "score", "0x40")])
+    evaluate(tmp_path, {**quiet, **ALIVE}, expression("Active regressions"), {"{}": 0.0})

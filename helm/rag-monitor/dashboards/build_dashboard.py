@@ -101,9 +101,10 @@ def with_trace_links(panel: timeseries.Panel | heatmap.Panel) -> timeseries.Pane
 
 
 def series(title: str, description: str, unit: str, queries: Sequence[prometheus.Dataquery], *,
-           w: int = 8, h: int = 8, stacked: bool = False, max_value: float | None = None) -> timeseries.Panel:
+           w: int = 8, h: int = 8, stacked: bool = False, max_value: float | None = None,
+           min_value: float | None = 0) -> timeseries.Panel:
     panel = (timeseries.Panel().title(title).description(description).datasource(DS).unit(unit)
-             .targets(list(queries)).span(w).height(h).min(0).line_width(1).fill_opacity(10)
+             .targets(list(queries)).span(w).height(h).line_width(1).fill_opacity(10)
              .legend(cb.VizLegendOptions().display_mode(common.LegendDisplayMode.LIST)
                      .placement(common.LegendPlacement.BOTTOM).show_legend(True))
              .tooltip(cb.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI).sort(common.SortOrder.DESCENDING)))
@@ -111,6 +112,8 @@ def series(title: str, description: str, unit: str, queries: Sequence[prometheus
         panel = panel.stacking(cb.StackingConfig().mode(common.StackingMode.NORMAL)).fill_opacity(40)
     if max_value is not None:
         panel = panel.max(max_value)
+    if min_value is not None:
+        panel = panel.min(min_value)
     return panel
 
 
@@ -233,6 +236,67 @@ def jailbreak_gap() -> timeseries.Panel:
             (f"rag_monitor_jailbreak_defect_rate_difference_upper{{{sel}}}", "gap {{instance}} upper 95%")),
         w=24, h=8, max_value=1).override_by_regexp(".* (lower|upper) 95%$", [
             model.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [6, 4]})])
+
+
+# Release comparisons and the change detector: every replica exports the same values (fleet-wide
+# data), so replicas are joined by max, never summed.
+REL = f'service=~"$service", metric=~"$metric", {INST}'
+PAIR = "service, metric, baseline, candidate"
+DASHED = [model.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [6, 4]}),
+          model.DynamicConfigValue(id_val="custom.lineWidth", value=1)]
+
+
+def releases() -> list[Builder[model.Panel]]:
+    diff = "rag_monitor_release_defect_rate_difference"
+    pair = "{{service}} {{metric}}: {{candidate}} vs {{baseline}}"
+    difference = series(
+        "Release vs the one before: defect-rate difference with its anytime-valid band",
+        "Weighted defect rate of the newest release (candidate) minus the release before it (baseline), per "
+        "metric, with the bounds of its anytime-valid confidence sequence (dashed): valid however often this "
+        "panel is looked at. Canary: the same minutes of traffic while both versions serve; after a full "
+        "rollout, the traffic just before and after the switch. A lower bound above the red line (0, the "
+        "default margin of RagMonitorReleaseRegressed) means the candidate is worse, not by chance. Which "
+        "route or model carries the change: /api/releases or the status page's release view.",
+        "percentunit", targets(
+            (f"max by ({PAIR}) ({diff}{{{REL}}})", pair),
+            (f"max by ({PAIR}) ({diff}_lower{{{REL}}})", f"{pair} lower"),
+            (f"max by ({PAIR}) ({diff}_upper{{{REL}}})", f"{pair} upper")),
+        w=16, h=9, min_value=None).line_width(2).fill_opacity(0).override_by_regexp(" (lower|upper)$", DASHED)
+    difference = difference.thresholds(thresholds((None, "transparent"), (0, "red"))).thresholds_style(
+        cb.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.LINE))
+    detector = series(
+        "Change detector: evidence against 'nothing changed' vs its alarm level",
+        "log10 of the sequential change detector's evidence that a metric's mean score fell or its weighted "
+        "defect rate rose (one line per service, metric and statistic), and the alarm level (dashed): at or "
+        "above it the regression is active and RagMonitorQualityScoreRegressed / "
+        "RagMonitorQualityDefectRateRegressed fire after their for:. The level bounds false alarms on "
+        "unchanged traffic; 3 means the data are a thousand times likelier under a change. Since when, before "
+        "and after: /api/regressions and the status page banner.", "none", targets(
+            ("max by (service, metric, statistic) "
+             f"(rag_monitor_regression_evidence{{{REL}}})", "{{service}} {{metric}} {{statistic}}"),
+            (f"max by (statistic) (rag_monitor_regression_evidence_threshold{{{REL}}})",
+             "alarm level {{statistic}}")),
+        w=16, h=8, min_value=None).override_by_regexp("^alarm level", DASHED)
+    return [
+        difference,
+        series("Evaluations per release",
+               "Scored evaluations of each version of the app (service.version, the last five per service) "
+               "behind the comparison beside it, per metric. A version absent here sends no service.version "
+               "or is not evaluated: see docs/guides/releases.md.", "short",
+               [query(f"max by (service, metric, version) (rag_monitor_release_evaluations{{{REL}}})",
+                      "{{service}} {{version}} {{metric}}")], w=8, h=9),
+        detector,
+        single("Active regressions", "Service/metric/statistic triples whose change detector reports a "
+               "regression now (the page's incident banners). 0 while the sidecar is scraped and nothing is "
+               "active.", "none",
+               or_none("count(max by (service, metric, statistic) "
+                       f"(rag_monitor_regression_active{{{REL}}}) == 1)"),
+               ((None, "green"), (1, "red"))).span(4).height(8),
+        single("Releases worse than the one before", "Metrics whose candidate release has the lower bound of "
+               "its defect-rate difference above 0 now (RagMonitorReleaseRegressed fires after its for:).",
+               "none", or_none(f"count(max by ({PAIR}) ({diff}_lower{{{REL}}}) > 0)"),
+               ((None, "green"), (1, "red"))).span(4).height(8),
+    ]
 
 
 def scores() -> list[Builder[model.Panel]]:
@@ -417,14 +481,16 @@ def build() -> dict[str, object]:
     """The dashboard as JSON-ready data (the content of rag-monitor.json)."""
     board = (dash.Dashboard("rag-monitor: RAG quality and pipeline").uid("rag-monitor")
              .description("Online evaluation of a RAG app by the rag-monitor sidecar: defect rates with "
-                          "confidence, score distributions, judge health and pipeline health.")
+                          "confidence, release comparisons and regressions, score distributions, judge "
+                          "health and pipeline health.")
              .tags(["rag-monitor", "rag", "llm"]).time("now-6h", "now").refresh("1m").editable()
              .tooltip(model.DashboardCursorSync.CROSSHAIR).variables(variables())
              .annotation(dash.AnnotationQuery().name("Annotations & Alerts").built_in(1).type("dashboard")
                          .datasource(model.DataSourceRef(type_val="grafana", uid="-- Grafana --"))
                          .enable(True).hide(True).icon_color("rgba(0, 211, 255, 1)")))
     panel_id = 0
-    for title, panels in (("Overview", overview()), ("Defect rate", defect_rate()), ("Scores", scores()),
+    for title, panels in (("Overview", overview()), ("Releases and regressions", releases()),
+                          ("Defect rate", defect_rate()), ("Scores", scores()),
                           ("Evaluations", evaluations()), ("Judge (LLM)", judge()),
                           ("Pipeline health", pipeline())):
         panel_id += 1
