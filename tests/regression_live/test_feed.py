@@ -1,0 +1,221 @@
+"""The release plumbing around the regression engine: scores read as observations, the version
+label, the store's fleet-wide read, the feed, the exported series and the JSON API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+
+import aiohttp
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from exporters.config import StoreConfig
+from exporters.labels import LabelPolicy, RecentVersions
+from exporters.release_metrics import ReleaseBoard, ReleaseCollector, ReleaseSnapshot, ServiceReleases
+from exporters.result_store import ResultStore
+from monitor.admin.api import regressions_document, releases_document
+from monitor.regression import Driver, Observation, Regression, RegressionEngine, ReleaseComparison, VersionInfo
+from monitor.regression_config import RegressionsConfig
+from monitor.regression_feed import FEED_DROPPED, RegressionFeed, engine_config, observation
+from monitor.telemetry import CountingTelemetry, NullTelemetry
+from tests.admin.doubles import admin_server
+from tests.exporters.results import result, score
+
+T0 = 1_800_000_000.0
+
+
+class Clock:
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# -- scores as observations ---------------------------------------------------------------------
+
+
+def test_a_stored_row_becomes_an_observation():
+    labels = json.dumps({"route": "/chat", "model": "gpt-x", "version": "v7", "tenant": "acme"})
+    obs = observation((T0, "groundedness", "shop", "defect", 2.0, 1.0, 5.0, 4.0, labels),
+                      service=str.upper, driver_labels=("route", "model"))
+    assert obs == Observation(at=T0, service="SHOP", metric="groundedness", version="v7", weight=4.0, defect=True,
+                              score=0.25, labels={"route": "/chat", "model": "gpt-x"})
+    # A risk metric's value grows with risk: its score is flipped so that 1 is always best.
+    risky = observation((T0, "violence", "shop", "pass", 1.0, 0.0, 7.0, 1.0, "{}"))
+    assert risky.defect is False and risky.score == pytest.approx(6 / 7) and risky.version == "unknown"
+    # From a live result (a mapping), with a weight that cannot be one and no scale to place the value on.
+    odd = observation((T0, "custom", "shop", "pass", 3.0, 1.0, 1.0, 0.0, {"version": "v1"}))
+    assert odd.weight == 1.0 and odd.score is None and odd.labels == {}
+    with pytest.raises(ValueError):
+        observation((T0, "m", "shop", "pass", None, 0.0, 1.0, 1.0, "{not json"))
+
+
+def test_the_version_label_keeps_every_new_release_and_remembers_five_per_service():
+    policy = LabelPolicy(["version", "route"], max_values=2)
+    for v in range(1, 8):
+        for service in ("shop", "docs"):
+            values = policy.as_dict(result(score("coherence", 4.0), service=service,
+                                           labels={"version": f"v{v}", "route": f"/r{v}"}))
+            assert values["version"] == f"v{v}"  # never "other", unlike the capped route
+    assert values["route"] == "other"
+    assert policy.recent_versions("shop") == ("v3", "v4", "v5", "v6", "v7")
+    recent = RecentVersions(per_service=2)
+    for v in ("a", "b", "a", "c", "a"):
+        recent.admit("s", v)
+    assert recent.of("s") == ("c", "a") and ("s", "a") in recent and ("s", "b") not in recent
+
+
+def test_the_regressions_section_is_validated_naming_the_field():
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError, match="driver_labels"):
+        RegressionsConfig.model_validate({"driver_labels": ["trace_id"]})
+    with pytest.raises(ValidationError, match="alpha"):
+        RegressionsConfig.model_validate({"alpha": 0})
+    with pytest.raises(ValidationError, match="runbook_base_url"):
+        RegressionsConfig.model_validate({"runbook_base_url": "wiki/runbooks"})
+    cfg = engine_config(RegressionsConfig(alpha=0.01, margin=0.02, min_evaluations=7))
+    assert (cfg.alpha, cfg.margin, cfg.min_evaluations, cfg.versions_per_service) == (0.01, 0.02, 7, 5)
+
+
+# -- the store's read ---------------------------------------------------------------------------
+
+
+async def test_the_store_reads_scored_evaluations_with_their_labels_in_id_order(tmp_path):
+    clock = Clock()
+    store = ResultStore(StoreConfig(path=str(tmp_path / "r.sqlite3"), flush_interval_seconds=0.01),
+                        NullTelemetry(), clock)
+    await store.start()
+    try:
+        store.consume_result(result(score("coherence", 2.0, defect=True), score("fluency", None, status="error"),
+                                    weight=3.0, labels={"version": "v1", "route": "/a"}))
+        clock.now += 5
+        store.consume_result(result(score("coherence", 4.0, defect=False), labels={"version": "v2"}))
+        while len(rows := await store.observations_after(0, 10)) < 2:  # written by the store's writer thread
+            await asyncio.sleep(0.02)
+        assert [r[1:9] for r in rows] == [(T0, "coherence", "rag-app", "defect", 2.0, 1.0, 5.0, 3.0),
+                                          (T0 + 5, "coherence", "rag-app", "pass", 4.0, 1.0, 5.0, 1.0)]
+        assert json.loads(rows[0][9]) == {"version": "v1", "route": "/a", "model": "gpt-test"}
+        assert rows[0][0] < rows[1][0]
+        assert await store.observations_after(rows[0][0], 10) == rows[1:]
+        assert await store.observations_after(rows[1][0], 10) == []
+    finally:
+        await store.shutdown(0.0)
+
+
+# -- export and API -----------------------------------------------------------------------------
+
+
+def _snapshot() -> ReleaseSnapshot:
+    driver = Driver("route", "/search", 0.05, 0.4, 0.8, 30)
+    canary = ReleaseComparison("shop", "coherence", "v1", "v2", "canary", 200, 40, 0.05, 0.3, 0.25, 0.1, 0.4,
+                               0.8, 0.6, -0.2, -0.3, -0.1, True, (driver,))
+    adjacent = ReleaseComparison("shop", "coherence", "v1", "v2", "adjacent", 200, 40, 0.05, 0.3, 0.25, 0.0, 0.5,
+                                 None, None, None, None, None, False)
+    young = ReleaseComparison("shop", "fluency", "v1", "v2", "adjacent", 200, 3, 0.1, None, None, None, None,
+                              None, None, None, None, None, False)
+    active = Regression("shop", "coherence", "defect_rate", T0 - 600, 0.05, 0.3, 0.1, 0.4, 5.2, 4.0, True, (driver,))
+    watching = Regression("shop", "fluency", "score", None, 0.8, 0.75, None, None, 0.7, 4.0, False)
+    quiet = Regression("shop", "relevance", "score", None, 0.8, 0.8, None, None, -1.0, 4.0, False)
+    versions = (VersionInfo("v1", T0 - 7200, T0 - 60, 400), VersionInfo("v2", T0 - 900, T0, 43))
+    return ReleaseSnapshot(T0, (ServiceReleases("shop", versions, {("coherence", "v1"): 200, ("coherence", "v2"): 40}),),
+                           (canary, adjacent, young), (active, watching, quiet), "https://wiki.example/runbooks")
+
+
+def _samples(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for fam in registry.collect() for s in fam.samples}
+
+
+def test_the_collector_exports_the_contract_series():
+    board = ReleaseBoard()
+    registry = CollectorRegistry()
+    registry.register(ReleaseCollector(board))
+    names = {fam.name for fam in registry.collect()}
+    assert {"rag_monitor_release_defect_rate_difference", "rag_monitor_release_defect_rate_difference_lower",
+            "rag_monitor_release_defect_rate_difference_upper", "rag_monitor_release_evaluations",
+            "rag_monitor_regression_evidence", "rag_monitor_regression_evidence_threshold",
+            "rag_monitor_regression_active"} <= names  # before anything is published: the OTLP bridge lists them
+    board.publish(_snapshot())
+    got = _samples(registry)
+    pair = (("baseline", "v1"), ("candidate", "v2"), ("metric", "coherence"), ("service", "shop"))
+    # The canary (the engine's first) wins over the adjacent comparison of the same pair.
+    assert got[("rag_monitor_release_defect_rate_difference_lower", pair)] == pytest.approx(0.1)
+    assert got[("rag_monitor_release_defect_rate_difference_upper", pair)] == pytest.approx(0.4)
+    young = (("baseline", "v1"), ("candidate", "v2"), ("metric", "fluency"), ("service", "shop"))
+    assert math.isnan(got[("rag_monitor_release_defect_rate_difference_lower", young)])
+    assert got[("rag_monitor_release_evaluations", (("metric", "coherence"), ("service", "shop"),
+                                                    ("version", "v2")))] == 40
+    watch = (("metric", "coherence"), ("service", "shop"), ("statistic", "defect_rate"))
+    assert got[("rag_monitor_regression_evidence", watch)] == pytest.approx(5.2)
+    assert got[("rag_monitor_regression_evidence_threshold", watch)] == pytest.approx(4.0)
+    assert got[("rag_monitor_regression_active", watch)] == 1.0
+    assert b"rag_monitor_release_defect_rate_difference{" in generate_latest(registry)
+
+
+def test_the_documents_follow_the_contract():
+    releases = json.loads(json.dumps(releases_document(_snapshot()), allow_nan=False))
+    [service] = releases["services"]
+    assert service["service"] == "shop"
+    assert service["versions"][1] == {"version": "v2", "first_seen": T0 - 900, "last_seen": T0, "evaluations": 43}
+    first = service["comparisons"][0]
+    assert set(first) >= {"service", "metric", "baseline", "candidate", "mode", "n_baseline", "n_candidate",
+                          "defect_rate_baseline", "defect_rate_candidate", "difference", "lower", "upper",
+                          "score_baseline", "score_candidate", "score_difference", "score_lower", "score_upper",
+                          "regressed", "drivers"}
+    assert first["drivers"] == [{"label": "route", "value": "/search", "before": 0.05, "after": 0.4, "share": 0.8,
+                                 "n": 30}]
+    assert service["comparisons"][2]["lower"] is None
+    regressions = regressions_document(_snapshot())
+    assert [(r["metric"], r["active"]) for r in regressions["active"]] == [("coherence", True)]
+    assert regressions["active"][0]["runbook_url"] == \
+        "https://wiki.example/runbooks#ragmonitorqualitydefectrateregressed"
+    assert regressions["active"][0]["drivers"][0]["value"] == "/search"
+    # Inactive with evidence is watched; without evidence (log10 e-value ≤ 0) it is left out.
+    assert [(r["metric"], r["runbook_url"]) for r in regressions["watching"]] == [
+        ("fluency", "https://wiki.example/runbooks#ragmonitorqualityscoreregressed")]
+
+
+async def _get(port: int, path: str, **headers: str) -> tuple[int, dict]:
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"http://127.0.0.1:{port}{path}", headers=headers) as r:
+            return r.status, json.loads(await r.read())
+
+
+async def test_the_api_serves_the_board_behind_the_token():
+    board = ReleaseBoard()
+    board.publish(_snapshot())
+    async with admin_server(token="s3cret", releases=board) as server:
+        assert (await _get(server.port, "/api/releases"))[0] == 401
+        assert (await _get(server.port, "/api/regressions"))[0] == 401
+        auth = {"Authorization": "Bearer s3cret"}
+        status, doc = await _get(server.port, "/api/releases", **auth)
+        assert status == 200 and doc == json.loads(json.dumps(releases_document(_snapshot())))
+        status, doc = await _get(server.port, "/api/regressions", **auth)
+        assert status == 200 and doc == json.loads(json.dumps(regressions_document(_snapshot())))
+        status, doc = await _get(server.port, "/api/releases?service=shop", **auth)
+        assert status == 400 and doc["parameter"] == "service"
+    async with admin_server() as server:
+        status, doc = await _get(server.port, "/api/releases")
+        assert status == 503 and "regressions.enabled" in doc["error"]
+
+
+# -- the feed -----------------------------------------------------------------------------------
+
+
+async def test_without_a_store_the_feed_takes_results_and_bounds_what_waits():
+    clock = Clock()
+    telemetry = CountingTelemetry()
+    board = ReleaseBoard()
+    feed = RegressionFeed(RegressionEngine(clock, engine_config(RegressionsConfig())), board,
+                          RegressionsConfig(max_pending=3), source=None, telemetry=telemetry, clock=clock)
+    for i in range(4):
+        feed.consume_result(result(score("coherence", 4.0, defect=False), score("fluency", None, status="skipped"),
+                                   service="shop", labels={"version": "v1"}))
+    assert telemetry.value(FEED_DROPPED, reason="queue_full") == 1
+    assert await feed.refresh() == 3
+    snap = board.snapshot()
+    assert snap.at == T0 and [s.service for s in snap.services] == ["shop"]
+    assert dict(snap.services[0].evaluations) == {("coherence", "v1"): 3}
+    assert [v.version for v in snap.services[0].versions] == ["v1"]
