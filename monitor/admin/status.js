@@ -2,9 +2,10 @@
 
 const shown = {};
 // ``after`` runs on every successful load, changed or not (what depends on the clock, like "no
-// spans for N s"); ``missing`` handles a 404: an endpoint this monitor does not serve (an older
-// version, or a feature not configured) hides its part of the page instead of showing an error.
-async function load(path, render, messageId, { after, missing } = {}) {
+// spans for N s"). ``unavailable`` takes a 404 (a monitor without this endpoint) or a 503 (the
+// feature is off, or busy for a moment): that part of the page says so quietly or hides, and the
+// rest of the page does not read as failing.
+async function load(path, render, messageId, { after, unavailable } = {}) {
   const message = document.getElementById(messageId);
   let result;
   try {
@@ -13,10 +14,10 @@ async function load(path, render, messageId, { after, missing } = {}) {
     message.textContent = "cannot reach the monitor (" + e.message + "); the data below is from before";
     return false;
   }
-  if (result.status === 404 && missing) {
+  if ((result.status === 404 || result.status === 503) && unavailable) {
     message.textContent = "";
-    if (shown[messageId] !== "missing") missing();
-    shown[messageId] = "missing";
+    unavailable(result);
+    shown[messageId] = null;
     return true;
   }
   if (result.status !== 200 || !result.body) {
@@ -36,22 +37,17 @@ async function load(path, render, messageId, { after, missing } = {}) {
   return true;
 }
 
-function setHidden(ids, hidden) { for (const id of ids) document.getElementById(id).hidden = hidden; }
-
 async function loadAll() {
   // The summary first: the turns need its metric list and defect rules.
   const summary = await load("/api/summary", renderSummary, "rates-message");
   const rest = await Promise.all([
     load("/api/pipeline", renderPipeline, "pipeline-message",
          { after: doc => { incidents.quiet = quietLine(doc); renderIncidents(); } }),
-    load("/api/regressions", renderRegressions, "incidents-message",
-         { missing: () => renderRegressions({ active: [], watching: [] }) }),
-    load("/api/releases", doc => { setHidden(RELEASE_PARTS, false); renderReleases(doc); }, "releases-message",
-         { missing: () => { setHidden(RELEASE_PARTS, true); incidents.releases = []; renderIncidents(); } }),
+    load("/api/regressions", renderRegressions, "incidents-message", { unavailable: regressionsUnavailable }),
+    load("/api/releases", renderReleases, "releases-message", { unavailable: releasesUnavailable }),
     load(turnsPath(), renderTurns, "worst-message")]);
   return [summary, ...rest];
 }
-const RELEASE_PARTS = ["releases-head", "releases-note", "releases"];
 
 async function refresh() {
   const results = await loadAll();

@@ -5,7 +5,7 @@
 const CHART = { W: 300, H: 84, left: 34, right: 4, top: 6, bottom: 18 };
 const NICE_TOPS = [0.05, 0.1, 0.2, 0.25, 0.5, 0.75, 1];
 const TICK_STEPS = [60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
-const HOUR_MINUTE = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const HOUR_MINUTE = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
 
 // The scale's top: the highest defect rate any metric's trend reached, rounded up to a nice value.
 // Interval bounds are left out: a sparse metric's upper bound near 100% would flatten every line.
@@ -20,10 +20,13 @@ function stepOf(points, seconds) {
   return seconds / 24;
 }
 
+// At most four round clock times; none hard against the left edge, where the rate labels are.
 function timeTicks(t0, t1) {
   const step = TICK_STEPS.find(s => (t1 - t0) / s <= 4) ?? TICK_STEPS[TICK_STEPS.length - 1];
   const ticks = [];
-  for (let t = Math.ceil(t0 / step) * step; t <= t1 && ticks.length < 6; t += step) ticks.push(t);
+  for (let t = Math.ceil(t0 / step) * step; t <= t1 && ticks.length < 6; t += step) {
+    if (t - t0 >= 0.08 * (t1 - t0)) ticks.push(t);
+  }
   return ticks;
 }
 
@@ -55,8 +58,9 @@ function trendChart(points, { top, seconds, reference, change }) {
                svgText({ "class": "tick", "x": left - 3, "y": y(level) + 3, "text-anchor": "end" }, pct(level).replace(".0%", "%")));
   }
   for (const t of timeTicks(t0, t1)) {
+    const anchor = x(t) > W - right - 16 ? "end" : "middle";
     svg.append(svgEl("line", { "class": "axis", "x1": x(t), "y1": H - bottom, "x2": x(t), "y2": H - bottom + 3 }),
-               svgText({ "class": "tick", "data-field": "time-tick", "x": x(t), "y": H - 4, "text-anchor": "middle" },
+               svgText({ "class": "tick", "data-field": "time-tick", "x": x(t), "y": H - 4, "text-anchor": anchor },
                        HOUR_MINUTE.format(new Date(t * 1000))));
   }
   const mid = p => x(p.start + step / 2);

@@ -3,7 +3,14 @@
 // (/api/releases, regressed), each with what got worse, since when, by how much with its interval,
 // the label values that carry it, and the runbook. Traffic that stopped is said here too.
 
-const incidents = { regressions: [], releases: [], quiet: null };
+const incidents = { regressions: [], releases: [], quiet: null, at: null };
+
+// "4 min" before the detector's own clock (the document's ``at``), not the browser's: a page
+// opened on a laptop with a skewed clock still tells how long the regression has lasted.
+function lasting(since) {
+  const now = incidents.at ?? Date.now() / 1000;
+  return "for " + span(Math.max(0, now - since));
+}
 
 function signedPoints(x) { return (x < 0 ? "\u2212" : "+") + Math.abs(x * 100).toFixed(1) + " pts"; }
 function signedMean(x) { return (x < 0 ? "\u2212" : "+") + Math.abs(x).toFixed(2); }
@@ -41,6 +48,13 @@ function driverList(drivers, statistic) {
             ...drivers.slice(0, 3).map(d => driverItem(d, statistic)));
 }
 
+// The detector's evidence against its alarm level, both log10 (an e-value of 10^4 against 10^2).
+function evidenceLine(r) {
+  if (typeof r.evidence !== "number" || typeof r.threshold !== "number") return null;
+  return el("div", { "class": "sub", "data-field": "evidence" },
+            "evidence 10^" + r.evidence.toFixed(1) + " \u2265 alarm level 10^" + r.threshold.toFixed(1));
+}
+
 function regressionBanner(r) {
   return el("div", { "class": "incident", "data-incident": "regression", "data-metric": r.metric,
                      "data-service": r.service, "data-statistic": r.statistic },
@@ -51,11 +65,9 @@ function regressionBanner(r) {
          statValue(r.statistic, r.before) + " \u2192 " + statValue(r.statistic, r.after)), " ",
       intervalSpan(r.statistic, r.lower, r.upper, "interval on after \u2212 before"), " since ",
       el("span", { "data-field": "since", "data-ts": r.since, "title": fmtDateTime(r.since) }, fmtTime(r.since)),
-      el("span", { "class": "sub" }, " (" + ago(r.since) + ") \u00b7 service " + r.service + " "),
+      el("span", { "class": "sub", "data-field": "lasting" }, " (" + lasting(r.since) + ") \u00b7 service " + r.service + " "),
       runbookLink(r.runbook_url)),
-    driverList(r.drivers, r.statistic),
-    el("div", { "class": "sub", "data-field": "evidence" },
-       "evidence 10^" + r.evidence.toFixed(1) + " \u2265 alarm level 10^" + r.threshold.toFixed(1)));
+    driverList(r.drivers, r.statistic), evidenceLine(r));
 }
 
 function releaseBanner(service, c) {
@@ -84,8 +96,17 @@ function renderIncidents() {
 
 function renderRegressions(doc) {
   incidents.regressions = doc.active || [];
-  state.watching = doc.watching || [];
+  incidents.at = typeof doc.at === "number" && doc.at > 0 ? doc.at : null;
   renderIncidents();
+}
+
+// 404 (no change detector in this monitor): no regression banner. 503: off, or busy for a moment,
+// in which case the banner keeps what it showed rather than flickering away.
+function regressionsUnavailable(result) {
+  if (result.status === 404) {
+    incidents.regressions = [];
+    renderIncidents();
+  }
 }
 
 function releaseRegressions(doc) {

@@ -108,7 +108,7 @@ function offLine(doc, metrics) {
   for (const metric of metrics) (byReason[doc.metrics[metric].info.off_reason || "off"] ||= []).push(metric);
   return Object.entries(byReason).map(([reason, names]) =>
     el("p", { "class": "sub", "data-field": "off-metrics", "data-count": names.length },
-       "off (" + reason + "): " + names.length + " metric" + (names.length === 1 ? "" : "s") + " \u2014 ",
+       "off: " + reason + " \u2014 " + names.length + " metric" + (names.length === 1 ? "" : "s") + ": ",
        ...names.flatMap((n, i) => [i ? ", " : "", el("span", { "data-off-metric": n }, n)])));
 }
 

@@ -63,7 +63,27 @@ function releaseTable(comparisons) {
             el("tbody", {}, ...comparisons.map(c => comparisonRow(c, scale))));
 }
 
+const RELEASE_PARTS = ["releases-head", "releases-note", "releases"];
+function showReleaseParts(shown) { for (const id of RELEASE_PARTS) document.getElementById(id).hidden = !shown; }
+
+// 404: this monitor has no release tracking, nothing to show. 503: off (the reason is shown where
+// the view would be) or busy for a moment (the view and banner keep what they showed).
+function releasesUnavailable(result) {
+  if (result.status === 404) {
+    showReleaseParts(false);
+    incidents.releases = [];
+    renderIncidents();
+    return;
+  }
+  const why = result.body && typeof result.body.error === "string" ? result.body.error : "HTTP " + result.status;
+  if (/\boff\b/.test(why)) {
+    showReleaseParts(true);
+    document.getElementById("releases").replaceChildren(el("p", { "class": "sub", "data-field": "off-note" }, why));
+  }
+}
+
 function renderReleases(doc) {
+  showReleaseParts(true);
   const services = doc.services || [];
   const parts = services.map(s => {
     const versions = (s.versions || []).slice().sort((a, b) => b.first_seen - a.first_seen);

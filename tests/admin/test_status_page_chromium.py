@@ -241,8 +241,10 @@ async def test_token_in_the_fragment_unlocks_the_page(tmp_path):
     assert not [n for n in locked.iter() if "data-metric" in n.attrs]
     assert not locked.find_all("article")
     assert locked.one("form").attrs.get("hidden") is None
-    messages = [m.text for m in locked.find_all(data_field="message")]
-    assert all("HTTP 401" in m for m in messages if m) and len([m for m in messages if m]) == 3
+    messages = {m.attrs["id"]: m.text for m in locked.find_all(data_field="message")}
+    assert all("HTTP 401" in m for m in messages.values()), messages
+    assert sorted(messages) == ["incidents-message", "pipeline-message", "rates-message", "releases-message",
+                                "worst-message"]
 
 
 async def test_page_says_when_the_store_is_off_and_when_nothing_was_evaluated(tmp_path):
