@@ -41,6 +41,10 @@ class RegressionsConfig(BaseModel):
     reactivation_gap_seconds: float = Field(
         1800.0, gt=0, le=7 * 86_400, description="a version silent this long, then seen again, is a rollback: "
                                                  "the candidate again")
+    release_bucket_seconds: float = Field(
+        300.0, gt=0, le=3600, description="time step of the comparisons: a canary is compared on the steps both "
+                                          "versions answered, a deploy on the previous version's steps before "
+                                          "the new one's first")
     driver_labels: list[str] = Field(
         default_factory=lambda: ["route", "model"], max_length=3,
         description="turn labels searched for the values that carry a change (the version is always searched)")

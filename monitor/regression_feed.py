@@ -73,7 +73,8 @@ def engine_config(config: RegressionsConfig) -> RegressionConfig:
     """The engine's tuning from the ``regressions`` section (the rest: the engine's defaults)."""
     return RegressionConfig(alpha=config.alpha, margin=config.margin, versions_per_service=MAX_VERSIONS_PER_SERVICE,
                             min_evaluations=config.min_evaluations, canary_grace_seconds=config.canary_grace_seconds,
-                            reactivation_gap_seconds=config.reactivation_gap_seconds)
+                            reactivation_gap_seconds=config.reactivation_gap_seconds,
+                            release_bucket_seconds=config.release_bucket_seconds)
 
 
 def _position(metric: str, value: float | None, low: float, high: float, risk: Collection[str]) -> float | None:
