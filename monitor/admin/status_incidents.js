@@ -55,6 +55,13 @@ function evidenceLine(r) {
             "evidence 10^" + r.evidence.toFixed(1) + " \u2265 alarm level 10^" + r.threshold.toFixed(1));
 }
 
+// When it started (the detector's estimate of the change time), when it has one.
+function sinceParts(since) {
+  if (typeof since !== "number") return [];
+  return [" since ", el("span", { "data-field": "since", "data-ts": since, "title": fmtDateTime(since) }, fmtTime(since)),
+          el("span", { "class": "sub", "data-field": "lasting" }, " (" + lasting(since) + ")")];
+}
+
 function regressionBanner(r) {
   return el("div", { "class": "incident", "data-incident": "regression", "data-metric": r.metric,
                      "data-service": r.service, "data-statistic": r.statistic },
@@ -63,9 +70,9 @@ function regressionBanner(r) {
       el("span", {}, statName(r.statistic) + " "),
       el("span", { "class": "value", "data-field": "change" },
          statValue(r.statistic, r.before) + " \u2192 " + statValue(r.statistic, r.after)), " ",
-      intervalSpan(r.statistic, r.lower, r.upper, "interval on after \u2212 before"), " since ",
-      el("span", { "data-field": "since", "data-ts": r.since, "title": fmtDateTime(r.since) }, fmtTime(r.since)),
-      el("span", { "class": "sub", "data-field": "lasting" }, " (" + lasting(r.since) + ") \u00b7 service " + r.service + " "),
+      intervalSpan(r.statistic, r.lower, r.upper, "interval on after \u2212 before"),
+      ...sinceParts(r.since),
+      el("span", { "class": "sub" }, " \u00b7 service " + r.service + " "),
       runbookLink(r.runbook_url)),
     driverList(r.drivers, r.statistic), evidenceLine(r));
 }

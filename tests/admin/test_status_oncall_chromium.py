@@ -5,9 +5,10 @@ those endpoints shows no banner and no error; metrics that are off sit on one li
 shares one y-scale and a time axis; "no spans for N s" once traffic stops; turn cards carry route,
 model and version.
 
-The banner's documents are served here as ``/api/regressions`` and ``/api/releases`` define them
-(the contract of issue 29) next to the page itself, so the page's rendering is tested on its own;
-the end-to-end test over the real engine and endpoints is in ``test_status_regression_chromium``.
+The page's rendering is tested on documents shaped as ``/api/regressions`` and ``/api/releases``
+define them (the contract of issue 29), served next to the page; then on the real admin server's
+endpoints over a release board holding the engine's own records; and end to end, the demo's
+regression through the real pipeline to the banner.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from exporters.prometheus import PrometheusTelemetry
+from exporters.release_metrics import ReleaseBoard, ReleaseSnapshot, ServiceReleases
 from monitor.admin.diagnosis import Setting
 from monitor.admin.health import PipelineStatus
 from monitor.admin.pipeline import PipelineHealth
@@ -30,6 +32,8 @@ from monitor.admin.status_page import page_response
 from monitor.evaluation.catalogue import metric_catalogue
 from monitor.evaluation.config import EvaluationConfig
 from monitor.receivers.ingest import SPANS_RECEIVED
+from monitor.regression.results import Driver, Regression, ReleaseComparison, VersionInfo
+from monitor.regression_config import RUNBOOKS
 from tests.admin.dom import CHROMIUM, Node, Page, dump_dom
 from tests.admin.doubles import HOSTILE, NOW, FakeStore, FakeSummary, admin_server, point, stored_turn, window
 
@@ -149,7 +153,7 @@ async def test_banner_names_each_regression_with_interval_drivers_and_runbook(tm
     assert first.one(data_field="change").text == "17.0% \u2192 81.0%"
     assert first.one(data_field="interval").text == "[+55.0 pts, +72.0 pts]"
     assert first.one(data_field="since").attrs["data-ts"] == str(int(NOW - 240))
-    assert first.one(data_field="lasting").text.startswith(" (for 4 min) \u00b7 service shop")
+    assert first.one(data_field="lasting").text == " (for 4 min)"
     assert [(d.attrs["data-label"], d.attrs["data-value"]) for d in first.find_all(data_field="driver")] == [
         ("route", "/chat/billing"), ("model", "gpt-4o-mini")]
     assert first.find_all(data_field="driver")[0].one(data_field="driver-change").text == "15.0% \u2192 90.0%"
@@ -283,3 +287,32 @@ async def test_turn_cards_carry_route_model_version_and_local_evidence(tmp_path)
         ("tenant", "tenant acme")]
     reason = card.one("li", data_score="local_lexical_groundedness").one(data_field="reason")
     assert reason.attrs["data-kind"] == "reason" and reason.text == evidence
+
+
+async def test_banner_over_the_admin_servers_own_endpoints(tmp_path):
+    # The engine's records on the board the regression feed publishes to, read by the real routes.
+    drivers = (Driver("route", "/chat/billing", 0.15, 0.9, 0.72, 120), Driver("version", "2.4.0", 0.17, 0.8, 0.4, 300))
+    board = ReleaseBoard()
+    board.publish(ReleaseSnapshot(
+        at=NOW,
+        services=(ServiceReleases("shop", (VersionInfo("2.3.0", NOW - 7200, NOW - 900, 900),
+                                           VersionInfo("2.4.0", NOW - 1800, NOW - 5, 300))),),
+        comparisons=(ReleaseComparison("shop", "local_lexical_groundedness", "2.3.0", "2.4.0", "adjacent", 900, 300,
+                                       0.17, 0.81, 0.64, 0.5, 0.75, 0.8, 0.4, -0.4, -0.5, -0.3, True, drivers),),
+        regressions=(Regression("shop", "local_lexical_groundedness", "defect_rate", NOW - 1500, 0.17, 0.81,
+                                0.55, 0.72, 6.0, 2.3, True, drivers),
+                     Regression("shop", "f1_score", "defect_rate", None, 0.1, 0.1, -0.05, 0.05, 0.4, 2.3, False)),
+        runbook_base_url=RUNBOOKS))
+    async with admin_server(summary=summary_fixture(), store=FakeStore([]), releases=board) as server:
+        dom = await shoot(server.port, tmp_path, "real-endpoints")
+    banner = dom.one(data_incident="regression")
+    assert banner.attrs["data-metric"] == "local_lexical_groundedness"
+    assert banner.one(data_field="change").text == "17.0% \u2192 81.0%"
+    assert banner.one(data_field="lasting").text == " (for 25 min)"
+    assert banner.one("a", data_field="runbook").attrs["href"] == RUNBOOKS + "#ragmonitorqualitydefectrateregressed"
+    assert [d.attrs["data-value"] for d in banner.find_all(data_field="driver")] == ["/chat/billing", "2.4.0"]
+    release = dom.one(data_incident="release")
+    assert release.one(data_field="interval").text == "[+50.0 pts, +75.0 pts]"
+    row = dom.one("tr", data_comparison="local_lexical_groundedness")
+    assert row.one(data_field="verdict").text == "worse"
+    assert all(m.text == "" for m in dom.find_all(data_field="message") if m.attrs["id"] != "pipeline-message")
