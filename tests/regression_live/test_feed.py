@@ -10,12 +10,16 @@ import math
 import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
+from pydantic import ValidationError
 
 from exporters.config import StoreConfig
 from exporters.labels import LabelPolicy, RecentVersions
 from exporters.release_metrics import ReleaseBoard, ReleaseCollector, ReleaseSnapshot, ServiceReleases
 from exporters.result_store import ResultStore
 from monitor.admin.api import regressions_document, releases_document
+from monitor.assembly.config import AttributeMapping
+from monitor.assembly.turns import build_turn, span_attributes_read
+from monitor.model import SpanRecord
 from monitor.regression import Driver, Observation, Regression, RegressionEngine, ReleaseComparison, VersionInfo
 from monitor.regression_config import RegressionsConfig
 from monitor.regression_feed import FEED_DROPPED, RegressionFeed, engine_config, observation
@@ -69,7 +73,6 @@ def test_the_version_label_keeps_every_new_release_and_remembers_five_per_servic
 
 
 def test_the_regressions_section_is_validated_naming_the_field():
-    from pydantic import ValidationError
     with pytest.raises(ValidationError, match="driver_labels"):
         RegressionsConfig.model_validate({"driver_labels": ["trace_id"]})
     with pytest.raises(ValidationError, match="alpha"):
@@ -219,3 +222,30 @@ async def test_without_a_store_the_feed_takes_results_and_bounds_what_waits():
     assert snap.at == T0 and [s.service for s in snap.services] == ["shop"]
     assert dict(snap.services[0].evaluations) == {("coherence", "v1"): 3}
     assert [v.version for v in snap.services[0].versions] == ["v1"]
+
+
+# -- the version a turn carries -----------------------------------------------------------------
+
+
+def _chat_trace(resource: dict[str, str], span_attributes: dict[str, str] | None = None) -> list[SpanRecord]:
+    root = SpanRecord("a" * 32, "1" * 16, "", "POST /chat", 2, 1_000, 5_000, attributes=span_attributes or {},
+                      resource=resource)
+    chat = SpanRecord("a" * 32, "2" * 16, "1" * 16, "chat gpt-x", 3, 2_000, 4_000, resource=resource, attributes={
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-x",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi?"}]}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Hi."}]}])})
+    return [root, chat]
+
+
+def test_the_turn_carries_the_apps_version_from_its_resource():
+    resource = {"service.name": "shop", "service.version": "2.4.1"}
+    assert build_turn(_chat_trace(resource), [], AttributeMapping()).labels == {"version": "2.4.1"}
+    # A span attribute when the resource has none; another attribute name when configured; off with [].
+    spans = _chat_trace({"service.name": "shop"}, {"service.version": "2.4.2", "app.build": "b77"})
+    assert build_turn(spans, [], AttributeMapping()).labels == {"version": "2.4.2"}
+    assert build_turn(spans, [], AttributeMapping(version=["app.build"])).labels == {"version": "b77"}
+    assert build_turn(_chat_trace(resource), [], AttributeMapping(version=[])).labels == {}
+    # A version label the app maps itself wins.
+    mapped = AttributeMapping(labels={"version": "app.build"})
+    assert build_turn(spans, [], mapped).labels == {"version": "b77"}
+    assert "app.build" in span_attributes_read(AttributeMapping(version=["app.build"]))
