@@ -249,3 +249,41 @@ def test_the_turn_carries_the_apps_version_from_its_resource():
     mapped = AttributeMapping(labels={"version": "app.build"})
     assert build_turn(spans, [], mapped).labels == {"version": "b77"}
     assert "app.build" in span_attributes_read(AttributeMapping(version=["app.build"]))
+
+
+async def test_the_feed_compares_from_the_store_and_a_restarted_one_reads_the_same_history(tmp_path):
+    clock = Clock(T0 - 30 * 3600)
+    store = ResultStore(StoreConfig(path=str(tmp_path / "r.sqlite3"), flush_interval_seconds=0.01,
+                                    max_age_hours=72), NullTelemetry(), clock)
+    await store.start()
+    try:
+        def deploy(version: str, start: float, defects: int) -> None:
+            for i in range(40):
+                clock.now = start + 5 * i
+                store.consume_result(result(score("coherence", 1.0 if i < defects else 4.0, defect=i < defects),
+                                            service="shop", labels={"version": version, "route": "/chat"}))
+
+        deploy("v0", T0 - 30 * 3600, 0)  # older than history_hours: never read
+        deploy("v1", T0, 2)
+        deploy("v2", T0 + 900, 32)
+        clock.now = T0 + 1200
+        while len(await store.observations_after(0, 200)) < 120:
+            await asyncio.sleep(0.02)
+
+        async def compare(page: int) -> ReleaseSnapshot:
+            board = ReleaseBoard()
+            feed = RegressionFeed(RegressionEngine(clock, engine_config(RegressionsConfig())), board,
+                                  RegressionsConfig(history_hours=24), source=store, clock=clock, page=page)
+            assert await feed.refresh() == 80
+            assert await feed.refresh() == 0
+            return board.snapshot()
+
+        first, again = await compare(page=1000), await compare(page=7)
+        [c] = first.comparisons
+        assert (c.baseline, c.candidate, c.mode, c.n_baseline, c.n_candidate) == ("v1", "v2", "adjacent", 40, 40)
+        assert c.lower is not None and c.lower > 0 and c.regressed
+        assert again.comparisons == first.comparisons
+        assert [v.version for v in first.services[0].versions] == ["v1", "v2"]
+        assert dict(first.services[0].evaluations) == {("coherence", "v1"): 40, ("coherence", "v2"): 40}
+    finally:
+        await store.shutdown(0.0)
