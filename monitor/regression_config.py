@@ -19,10 +19,31 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from exporters.config import FORBIDDEN_LABELS, VERSION_LABEL
 
-__all__ = ["RegressionsConfig", "RUNBOOKS"]
+__all__ = ["RegressionsConfig", "DetectorConfig", "RUNBOOKS"]
 
 RUNBOOKS = "https://github.com/rag-monitor/rag-monitor/blob/main/helm/rag-monitor/docs/runbooks.md"
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+class DetectorConfig(BaseModel):
+    """The time-based change detector (an e-detector per metric and statistic): how it steps, what
+    it compares with and when it alarms. Its false-alarm rate is set by ``alarm_level``: on
+    unchanged traffic the mean number of steps to a false alarm is at least that many."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_seconds: float = Field(300.0, gt=0, le=3600, description="one e-value per step that had evaluations")
+    alarm_level: float = Field(10_000.0, gt=1, le=1e12, description="the detector alarms when its e-value reaches "
+                                                                    "this (exported as log10)")
+    reference_seconds: float = Field(604_800.0, gt=0, le=30 * 86_400,
+                                     description="window the baseline level is estimated from")
+    min_reference_evaluations: int = Field(100, ge=1, le=1_000_000,
+                                           description="the detector does not arm before its reference holds these")
+    rebaseline_seconds: float = Field(21_600.0, gt=0, le=30 * 86_400,
+                                      description="how often the baseline level is re-estimated while quiet")
+    hold_seconds: float = Field(7200.0, gt=0, le=7 * 86_400,
+                                description="an alarm stays active this long before its new level becomes the "
+                                            "baseline")
 
 
 class RegressionsConfig(BaseModel):
@@ -48,6 +69,7 @@ class RegressionsConfig(BaseModel):
     driver_labels: list[str] = Field(
         default_factory=lambda: ["route", "model"], max_length=3,
         description="turn labels searched for the values that carry a change (the version is always searched)")
+    detector: DetectorConfig = DetectorConfig()
     refresh_seconds: float = Field(5.0, gt=0, le=300, description="how often new evaluations are read (from the "
                                                                    "result store when there is one)")
     history_hours: float = Field(24.0, gt=0, le=168, description="evaluations read back from the result store at "

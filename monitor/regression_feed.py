@@ -71,10 +71,16 @@ class ObservationSource(Protocol):
 
 def engine_config(config: RegressionsConfig) -> RegressionConfig:
     """The engine's tuning from the ``regressions`` section (the rest: the engine's defaults)."""
+    detector = config.detector
     return RegressionConfig(alpha=config.alpha, margin=config.margin, versions_per_service=MAX_VERSIONS_PER_SERVICE,
                             min_evaluations=config.min_evaluations, canary_grace_seconds=config.canary_grace_seconds,
                             reactivation_gap_seconds=config.reactivation_gap_seconds,
-                            release_bucket_seconds=config.release_bucket_seconds)
+                            release_bucket_seconds=config.release_bucket_seconds,
+                            detector_bucket_seconds=detector.step_seconds, detector_threshold=detector.alarm_level,
+                            detector_reference_seconds=detector.reference_seconds,
+                            detector_min_reference_evaluations=detector.min_reference_evaluations,
+                            detector_rebaseline_seconds=detector.rebaseline_seconds,
+                            detector_hold_seconds=detector.hold_seconds)
 
 
 def _position(metric: str, value: float | None, low: float, high: float, risk: Collection[str]) -> float | None:

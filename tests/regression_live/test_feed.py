@@ -79,8 +79,12 @@ def test_the_regressions_section_is_validated_naming_the_field():
         RegressionsConfig.model_validate({"alpha": 0})
     with pytest.raises(ValidationError, match="runbook_base_url"):
         RegressionsConfig.model_validate({"runbook_base_url": "wiki/runbooks"})
-    cfg = engine_config(RegressionsConfig(alpha=0.01, margin=0.02, min_evaluations=7))
+    with pytest.raises(ValidationError, match="detector.alarm_level"):
+        RegressionsConfig.model_validate({"detector": {"alarm_level": 1}})
+    cfg = engine_config(RegressionsConfig.model_validate(
+        {"alpha": 0.01, "margin": 0.02, "min_evaluations": 7, "detector": {"step_seconds": 10, "alarm_level": 100}}))
     assert (cfg.alpha, cfg.margin, cfg.min_evaluations, cfg.versions_per_service) == (0.01, 0.02, 7, 5)
+    assert (cfg.detector_bucket_seconds, cfg.detector_threshold) == (10, 100)
 
 
 # -- the store's read ---------------------------------------------------------------------------
