@@ -155,14 +155,15 @@ RELEASES: tuple[Instrument, ...] = (
     Instrument("rag_monitor_release_defect_rate_difference_upper",
                "Upper bound of the anytime-valid 1-alpha confidence sequence on the difference.", "gauge", _RELEASE),
     Instrument("rag_monitor_release_evaluations",
-               "Scored evaluations of a version (the last five versions of each service) read since the monitor "
-               "started, from regressions.history_hours back.", "gauge", ("service", "metric", "version")),
+               "Scored evaluations of a version (the last five versions of each service) the comparisons have read: "
+               "the fleet's with the PostgreSQL store, since regressions.history_hours before this process started.",
+               "gauge", ("service", "metric", "version")),
     Instrument("rag_monitor_regression_evidence",
                "log10 of the change detector's e-value for the statistic (defect_rate | score); it alarms at "
                "rag_monitor_regression_evidence_threshold.", "gauge", _DETECTOR),
     Instrument("rag_monitor_regression_evidence_threshold",
-               "log10 of the change detector's alarm level (log10(1/alpha)): evidence at or above it is a regression.",
-               "gauge", _DETECTOR),
+               "log10 of the change detector's alarm level (regressions.detector.alarm_level): evidence at or above "
+               "it is a regression.", "gauge", _DETECTOR),
     Instrument("rag_monitor_regression_active", "1 while the change detector reports a regression of the statistic, "
                "else 0.", "gauge", _DETECTOR),
 )

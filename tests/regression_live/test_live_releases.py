@@ -64,3 +64,48 @@ async def test_a_worse_release_gets_a_positive_lower_bound_and_an_unchanged_one_
                       baseline="v2", candidate="v3") <= 0
     finally:
         await sidecar.stop()
+
+
+async def test_a_defect_rate_that_jumps_raises_the_change_detector(tmp_path, judge):
+    # The detector on fast settings: 0.2 s steps, armed after 30 evaluations, alarming at 10^2.
+    detector = {"step_seconds": 0.2, "alarm_level": 100, "reference_seconds": 600, "min_reference_evaluations": 30}
+    sidecar = Serve(tmp_path, "sidecar", judge.base_url, {"path": str(tmp_path / "results.sqlite3")},
+                    {"detector": detector, "runbook_base_url": "https://wiki.example/runbooks"})
+    await sidecar.start()
+    provider = versioned(sidecar.http, "v1")
+    sent = 0
+
+    async def batch(defects: int) -> None:
+        # Each batch is read before the next is sent (≥ one refresh), so batches fall in distinct steps.
+        nonlocal sent
+        await send(provider, f"b{sent}", 10, defects)
+        sent += 10
+
+        async def read() -> bool:
+            return await sidecar.evaluations("v1") == sent
+
+        await until(read, what=f"{sent} evaluations read")
+
+    try:
+        for _ in range(4):
+            await batch(defects=1)  # 10 %
+        doc = await sidecar.api("/api/regressions")
+        assert doc["active"] == []
+        for _ in range(8):
+            await batch(defects=9)  # 90 %
+            doc = await sidecar.api("/api/regressions")
+            if doc["active"]:
+                break
+        [active] = doc["active"]
+        assert (active["service"], active["metric"], active["statistic"]) == (SERVICE, "coherence", "defect_rate")
+        assert active["evidence"] >= active["threshold"] == pytest.approx(2.0)
+        assert active["after"] > active["before"] and active["since"] is not None
+        assert active["runbook_url"] == "https://wiki.example/runbooks#ragmonitorqualitydefectrateregressed"
+        text = await sidecar.metrics()
+        watched = {"service": SERVICE, "metric": "coherence", "statistic": "defect_rate"}
+        assert metric(text, "rag_monitor_regression_active", **watched) == 1.0
+        assert metric(text, "rag_monitor_regression_evidence_threshold", **watched) == pytest.approx(2.0)
+        assert metric(text, "rag_monitor_regression_evidence", **watched) >= 2.0
+    finally:
+        provider.shutdown()
+        await sidecar.stop()
