@@ -10,8 +10,9 @@ Traffic
 Alerts
     The rules are evaluated every simulated minute, as Prometheus would: the release alert's
     condition is ``lower > 0`` of the defect-rate difference, the time-based one ``active``; an
-    alert fires once its condition has held for ``for_minutes`` (15) and an *episode* is counted
-    each time it starts firing.
+    alert fires once its condition has held for ``for_minutes`` and an *episode* is counted
+    each time it starts firing. ``for:`` is 5 minutes for the release alert (its bound is
+    anytime-valid, so waiting adds no protection, only delay) and 15 minutes for the time-based one.
 
 Scenarios
     ``aa_week``: no change for ``days``: a new version every day (a 10-minute rolling update with
@@ -31,6 +32,8 @@ from monitor.regression import Observation, RegressionConfig, RegressionEngine
 
 __all__ = [
     "AlertCounter",
+    "RELEASE_FOR_MINUTES",
+    "TIME_FOR_MINUTES",
     "AAResult",
     "DetectionResult",
     "Traffic",
@@ -38,6 +41,11 @@ __all__ = [
     "run_release",
     "run_shift",
 ]
+
+# The rules' ``for:``: the release alert reads an anytime-valid bound, so its ``for:`` only rides
+# out a scrape or an evaluation gap (5m); the time-based alert keeps the usual 15m.
+RELEASE_FOR_MINUTES = 5.0
+TIME_FOR_MINUTES = 15.0
 
 SERVICE = "chat"
 METRIC = "groundedness"
@@ -120,13 +128,13 @@ class _Simulation:
     """Advances the world minute by minute, emitting evaluations and evaluating the rules."""
 
     def __init__(self, traffic: Traffic, seed: int, config: RegressionConfig | None,
-                 for_minutes: float) -> None:
+                 for_minutes: float, time_for_minutes: float = TIME_FOR_MINUTES) -> None:
         self.clock_now = 0.0
         self.engine = RegressionEngine(lambda: self.clock_now, config)
         self.world = _World(traffic, random.Random(seed), self.engine)
         self.release_alert = AlertCounter(for_minutes)
-        self.time_alert = AlertCounter(for_minutes)
-        self.score_alert = AlertCounter(for_minutes)
+        self.time_alert = AlertCounter(time_for_minutes)
+        self.score_alert = AlertCounter(time_for_minutes)
         self._next_arrival = self._draw_gap()
 
     def _draw_gap(self) -> float:
@@ -159,10 +167,11 @@ class AAResult:
     score_episodes: int
 
 
-def run_aa_week(rate_per_hour: float, seed: int, days: float = 7.0, for_minutes: float = 15.0,
+def run_aa_week(rate_per_hour: float, seed: int, days: float = 7.0, for_minutes: float = RELEASE_FOR_MINUTES,
+                time_for_minutes: float = TIME_FOR_MINUTES,
                 config: RegressionConfig | None = None) -> AAResult:
     """No change at all: daily same-quality releases and one same-quality canary."""
-    sim = _Simulation(Traffic(rate_per_hour), seed, config, for_minutes)
+    sim = _Simulation(Traffic(rate_per_hour), seed, config, for_minutes, time_for_minutes)
     world = sim.world
     world.versions = {"v0": (1.0, 0.0)}
     for day in range(int(math.ceil(days))):
@@ -195,10 +204,11 @@ class DetectionResult:
 
 
 def run_release(rate_per_hour: float, delta: float, seed: int, canary_share: float = 1.0,
-                horizon_hours: float = 12.0, warmup_days: float = 1.0, for_minutes: float = 15.0,
+                horizon_hours: float = 12.0, warmup_days: float = 1.0, for_minutes: float = RELEASE_FOR_MINUTES,
+                time_for_minutes: float = TIME_FOR_MINUTES,
                 config: RegressionConfig | None = None) -> DetectionResult:
     """v1 for ``warmup_days``, then v2 with ``delta`` more defects on ``canary_share`` of traffic."""
-    sim = _Simulation(Traffic(rate_per_hour), seed, config, for_minutes)
+    sim = _Simulation(Traffic(rate_per_hour), seed, config, for_minutes, time_for_minutes)
     world = sim.world
     world.versions = {"v1": (1.0, 0.0)}
     change = warmup_days * _DAY
@@ -227,10 +237,11 @@ def run_release(rate_per_hour: float, delta: float, seed: int, canary_share: flo
 
 
 def run_shift(rate_per_hour: float, delta: float, seed: int, horizon_hours: float = 24.0,
-              warmup_days: float = 2.0, route: str | None = None, for_minutes: float = 15.0,
+              warmup_days: float = 2.0, route: str | None = None, for_minutes: float = RELEASE_FOR_MINUTES,
+                time_for_minutes: float = TIME_FOR_MINUTES,
               config: RegressionConfig | None = None) -> tuple[DetectionResult, RegressionEngine]:
     """Same version throughout; the defect rate rises by ``delta`` (on one route if given)."""
-    sim = _Simulation(Traffic(rate_per_hour), seed, config, for_minutes)
+    sim = _Simulation(Traffic(rate_per_hour), seed, config, for_minutes, time_for_minutes)
     world = sim.world
     world.versions = {"v1": (1.0, 0.0)}
     change = warmup_days * _DAY
