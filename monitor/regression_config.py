@@ -72,6 +72,10 @@ class RegressionsConfig(BaseModel):
     detector: DetectorConfig = DetectorConfig()
     refresh_seconds: float = Field(5.0, gt=0, le=300, description="how often new evaluations are read (from the "
                                                                    "result store when there is one)")
+    settle_seconds: float = Field(
+        10.0, ge=0, le=600, description="evaluations are compared once this old, in time order: replicas write to the "
+                                        "fleet's store with a delay, and a fixed order gives every replica the same "
+                                        "figures (longer than the store's write delay)")
     history_hours: float = Field(24.0, gt=0, le=168, description="evaluations read back from the result store at "
                                                                   "start")
     max_pending: int = Field(100_000, gt=0, description="without a result store: evaluations waiting for the next "

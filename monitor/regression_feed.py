@@ -9,9 +9,12 @@ process's own results otherwise (the SQLite file is this process's too; without 
 results are taken as they are produced).
 
 Every ``refresh_seconds`` the scores stored since the last read are fetched (by id: the stores
-make ids visible in id order), converted to :class:`monitor.regression.Observation`\\ s and
-observed; then the engine's comparisons, detector states and versions are published as one
-immutable snapshot. The conversion (JSON labels), the engine and the snapshot run in a worker
+make ids visible in id order), and those older than ``settle_seconds`` are converted to
+:class:`monitor.regression.Observation`\\ s and observed in time order; then the engine's
+comparisons, detector states and versions are published as one immutable snapshot, as of that
+settled time. Replicas write to the fleet's store a second or so after they evaluate, so ids do
+not follow evaluation times exactly; observing only settled rows, sorted by time, gives every
+replica the same sequence — and so the same figures — whenever it refreshes or restarts. The conversion (JSON labels), the engine and the snapshot run in a worker
 thread under one lock, so the event loop only awaits. At start the feed reads
 ``history_hours`` back, so a restarted replica compares releases at once.
 
@@ -26,6 +29,7 @@ Horvitz–Thompson weight stored with the result; ``version`` the turn's ``versi
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import math
@@ -59,6 +63,8 @@ _PAGE = 50_000
 # One evaluation as the feed reads it: (timestamp, metric, service, outcome, value, scale low,
 # scale high, weight, labels). Labels are a JSON text from the store, a mapping from a result.
 _Row = tuple[float, str, str, str, "float | None", float, float, float, "str | Mapping[str, str]"]
+_Read = tuple[int, float, str, str, str, "float | None", float, float, float, "str | Mapping[str, str]"]
+"""A row with its order of arrival: the store's score id, or a sequence number without a store."""
 
 
 class ObservationSource(Protocol):
@@ -130,6 +136,9 @@ class RegressionFeed:
         self._page = page
         self._lock = threading.Lock()  # the engine and the counts: one worker thread at a time
         self._queue: deque[_Row] = deque()
+        self._arrivals = itertools.count(1)  # the order of results taken without a store
+        self._waiting: list[tuple[float, int, _Row]] = []  # read, not yet settled: (at, id, row)
+        self._latest_read = -math.inf
         self._last_id: int | None = None
         self._counts: dict[tuple[str, str, str], int] = {}
         self._task: asyncio.Task[None] | None = None
@@ -156,13 +165,14 @@ class RegressionFeed:
 
     # ------------------------------------------------------------------ reading and observing
     async def refresh(self) -> int:
-        """Observe what arrived since the last refresh, then publish a snapshot; returns the
-        evaluations observed. Raises when the store cannot be read (the next refresh retries)."""
+        """Observe what settled since the last refresh, then publish a snapshot as of the settled
+        time; returns the evaluations observed. Raises when the store cannot be read (the next
+        refresh retries)."""
+        settle = self._config.settle_seconds
         observed = 0
         if self._source is None:
-            rows = list(self._queue)
+            self._take([(next(self._arrivals), *row) for row in self._queue])
             self._queue.clear()
-            observed = await asyncio.to_thread(self._observe, rows)
         else:
             if self._last_id is None:
                 since = self._clock() - self._config.history_hours * 3600.0
@@ -171,17 +181,42 @@ class RegressionFeed:
                 page = await self._source.observations_after(self._last_id, self._page)
                 if page:
                     self._last_id = page[-1][0]
-                    observed += await asyncio.to_thread(self._observe, [r[1:] for r in page])
+                    self._take(page)
                 if len(page) < self._page:
                     break
-        await asyncio.to_thread(self._publish)
+                # More to read (a history read back): what is older than the newest row read by
+                # more than the settle time cannot be followed by an earlier one; observe it now.
+                cutoff = min(self._clock(), self._latest_read) - settle
+                observed += await asyncio.to_thread(self._observe, cutoff)
+        cutoff = self._clock() - settle
+        observed += await asyncio.to_thread(self._observe, cutoff)
+        await asyncio.to_thread(self._publish, cutoff)
         return observed
 
-    def _observe(self, rows: Iterable[_Row]) -> int:
+    def _take(self, rows: Sequence[_Read]) -> None:
+        for row in rows:
+            self._waiting.append((row[1], row[0], row[1:]))
+            self._latest_read = max(self._latest_read, row[1])
+
+    def _settled(self, cutoff: float) -> list[_Row]:
+        """The waiting rows stamped at or before ``cutoff``, in time order (ties: id order).
+        Past ``max_pending`` waiting rows, the oldest are taken too (out of the settle time)."""
+        waiting = self._waiting
+        ready = [w for w in waiting if w[0] <= cutoff]
+        rest = [w for w in waiting if w[0] > cutoff]
+        if len(rest) > self._config.max_pending:
+            rest.sort(key=lambda w: (w[0], w[1]))
+            ready += rest[:-self._config.max_pending]
+            rest = rest[-self._config.max_pending:]
+        self._waiting = rest
+        ready.sort(key=lambda w: (w[0], w[1]))
+        return [w[2] for w in ready]
+
+    def _observe(self, cutoff: float) -> int:
         drivers = self._config.driver_labels
         n = bad = 0
         with self._lock:
-            for row in rows:
+            for row in self._settled(cutoff):
                 try:
                     obs = observation(row, service=self._service, driver_labels=drivers)
                     self._engine.observe(obs)
@@ -196,9 +231,8 @@ class RegressionFeed:
         self.observed += n
         return n
 
-    def _publish(self) -> None:
+    def _publish(self, now: float) -> None:
         with self._lock:
-            now = self._clock()
             comparisons = tuple(self._engine.releases(now))
             regressions = tuple(self._engine.regressions(now))
             services = []

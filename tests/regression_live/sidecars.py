@@ -91,7 +91,7 @@ class Serve:
             "evaluation": {"metrics": ["coherence"], "combine_metrics": False, "workers": 4},
             "sampling": {"policies": [{"type": "always"}]},
             "exporters": {"store": {"flush_interval_seconds": 0.1, **store}},
-            "regressions": {"refresh_seconds": 0.3, **(regressions or {})},
+            "regressions": {"refresh_seconds": 0.3, "settle_seconds": 0.5, **(regressions or {})},
             "fleet": {"replica_id": name},
             "shutdown_deadline_seconds": 5,
         }

@@ -216,7 +216,8 @@ async def test_without_a_store_the_feed_takes_results_and_bounds_what_waits():
     telemetry = CountingTelemetry()
     board = ReleaseBoard()
     feed = RegressionFeed(RegressionEngine(clock, engine_config(RegressionsConfig())), board,
-                          RegressionsConfig(max_pending=3), source=None, telemetry=telemetry, clock=clock)
+                          RegressionsConfig(max_pending=3, settle_seconds=0), source=None, telemetry=telemetry,
+                          clock=clock)
     for i in range(4):
         feed.consume_result(result(score("coherence", 4.0, defect=False), score("fluency", None, status="skipped"),
                                    service="shop", labels={"version": "v1"}))
@@ -289,5 +290,35 @@ async def test_the_feed_compares_from_the_store_and_a_restarted_one_reads_the_sa
         assert again.comparisons == first.comparisons
         assert [v.version for v in first.services[0].versions] == ["v1", "v2"]
         assert dict(first.services[0].evaluations) == {("coherence", "v1"): 40, ("coherence", "v2"): 40}
+    finally:
+        await store.shutdown(0.0)
+
+
+async def test_evaluations_are_observed_once_settled_in_time_order(tmp_path):
+    clock = Clock()
+    store = ResultStore(StoreConfig(path=str(tmp_path / "r.sqlite3"), flush_interval_seconds=0.01),
+                        NullTelemetry(), clock)
+    await store.start()
+    try:
+        # Stored in this order, stamped out of it: as a replica's late batch lands in a fleet's store.
+        for at, version in ((T0 + 10, "v-late"), (T0 + 5, "v-early"), (T0 + 30, "v-last")):
+            clock.now = at
+            store.consume_result(result(score("coherence", 4.0, defect=False), service="shop",
+                                        labels={"version": version}))
+        while len(await store.observations_after(0, 10)) < 3:
+            await asyncio.sleep(0.02)
+        board = ReleaseBoard()
+        feed = RegressionFeed(RegressionEngine(clock, engine_config(RegressionsConfig())), board,
+                              RegressionsConfig(settle_seconds=10), source=store, clock=clock)
+        clock.now = T0 + 14
+        assert await feed.refresh() == 0 and board.snapshot().at == T0 + 4  # nothing is 10 s old yet
+        clock.now = T0 + 16
+        assert await feed.refresh() == 1  # v-early only: v-late was stored first but stamped later
+        assert [v.version for v in board.snapshot().services[0].versions] == ["v-early"]
+        clock.now = T0 + 25
+        assert await feed.refresh() == 1
+        assert [v.version for v in board.snapshot().services[0].versions] == ["v-early", "v-late"]
+        clock.now = T0 + 40
+        assert await feed.refresh() == 1 and feed.observed == 3
     finally:
         await store.shutdown(0.0)

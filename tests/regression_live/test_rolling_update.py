@@ -23,7 +23,7 @@ async def judge():
 
 async def test_every_replica_exports_the_same_positive_lower_bound(tmp_path, postgres_url, judge):
     store = {"url": postgres_url, "lease_seconds": 3, "backlog_flush_seconds": 0.1}
-    fast = {"release_bucket_seconds": 0.2}
+    fast = {"release_bucket_seconds": 0.2, "settle_seconds": 1.0}
     old = [Serve(tmp_path, f"old-{i}", judge.base_url, store, fast) for i in range(2)]
     new = Serve(tmp_path, "new-0", judge.base_url, store, fast)
     pods = [*old, new]
