@@ -8,7 +8,8 @@ value (a shift-share decomposition):
 where ``π`` is the value's share of the weight and ``r`` its rate in each period, barred ones the
 average of both periods. The first term is the change within the value, the second the change in
 how much traffic it carries. A value's ``share`` is its positive term over the sum of the
-positive terms, so the reported drivers of an increase add up to at most 1.
+positive terms, so the reported drivers of an increase add up to at most 1. A label with a single
+value (one model for everything) is not a driver.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def drivers(before: LabelTable, after: LabelTable, limit: int) -> tuple[Driver, 
     candidates: list[tuple[float, Driver]] = []
     for key in set(before.keys()) | set(after.keys()):
         b_cells, a_cells = before.cells(key), after.cells(key)
+        if len(set(b_cells) | set(a_cells)) < 2:
+            continue  # one value carries everything and explains nothing
         b_total = sum(c[1] for c in b_cells.values())
         a_total = sum(c[1] for c in a_cells.values())
         if b_total <= 0 or a_total <= 0:
