@@ -85,10 +85,11 @@ async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
     return True
 
 
-def _provider(endpoint: str, headers: Mapping[str, str] | None, service_name: str) -> TracerProvider:
+def _provider(endpoint: str, headers: Mapping[str, str] | None, service_name: str,
+              service_version: str) -> TracerProvider:
     # An own provider, never the global one: the demo runs inside the sidecar's process.
     provider = TracerProvider(sampler=ALWAYS_ON, resource=Resource.create({
-        "service.name": service_name, "service.version": "2.3.0", "deployment.environment.name": "demo"}))
+        "service.name": service_name, "service.version": service_version, "deployment.environment.name": "demo"}))
     exporter = OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces", headers=dict(headers or {}),
                                 timeout=_EXPORT_TIMEOUT_SECONDS)
     # A short export delay so turns reach the sidecar within a fraction of a second.
@@ -155,16 +156,17 @@ class _Sessions:
 async def run_traffic(endpoint: str, *, rate_per_second: float, stop: asyncio.Event,
                       regression_at: float | None, seed: int, observer: TrafficObserver | None = None,
                       headers: Mapping[str, str] | None = None,
-                      service_name: str = SERVICE_NAME) -> TrafficStats:
+                      service_name: str = SERVICE_NAME, service_version: str = "2.3.0") -> TrafficStats:
     """Send turns to ``endpoint`` (an OTLP/HTTP base URL such as ``http://127.0.0.1:4318``) at
     ``rate_per_second`` until ``stop`` is set; ``regression_at`` seconds after the start the
-    retriever starts returning wrong articles (None: never). Flushes the spans before returning."""
+    retriever starts returning wrong articles (None: never); ``service_version`` is the app's build
+    (the ``service.version`` resource attribute). Flushes the spans before returning."""
     if not rate_per_second > 0:
         raise ValueError("rate_per_second must be positive")
     loop = asyncio.get_running_loop()
     rng = random.Random(seed)
     retriever = Retriever()
-    provider = _provider(endpoint, headers, service_name)
+    provider = _provider(endpoint, headers, service_name, service_version)
     app = SampleRagApp(provider.get_tracer("skylark.support", "2.3.0"), retriever, LocalAnswerModel(rng), rng)
     sessions = _Sessions(rng, uuid.uuid4().hex[:8])
     interval = 1.0 / rate_per_second

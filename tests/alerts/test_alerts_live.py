@@ -2,15 +2,22 @@
 the chart's alert rules, which notifies a real Alertmanager routed as the chart's README says, which
 posts to a local webhook — the path that pages an on-call engineer.
 
-The shipped rules compare hours with yesterday's and wait 5-15 minutes; here they are rendered by
-``hack/gen_rules.py`` with every window, ``for:`` and the baseline offset cut to seconds (one
-threshold aside, see ``TEST_VALUES``), and the test first proves that only those durations differ
-from the shipped rules. Every guard (minimum evaluations, calls, spans) keeps its shipped value.
+The shipped rules look at windows of minutes and wait 5-15 minutes; here they are rendered by
+``hack/gen_rules.py`` with every window and ``for:`` cut to seconds (one threshold aside, see
+``TEST_VALUES``), and the test first proves that only those durations differ from the shipped
+rules. Every guard (minimum evaluations, calls, spans) and the release margin keep their shipped
+values.
 
-Phases: healthy traffic until the regression rule has had full windows (and its guards held) for
-longer than its ``for:`` — nothing may fire; then the demo's retrieval regression — the regression
-alerts must reach the webhook with labels, summary and runbook link, and nothing else; then the
-judge answers 503 — the judge's own alert must arrive.
+The sidecar's regression engine is scaled the same way (``ENGINE_SCALE``): its five-minute steps
+become seconds, its alpha, alarm level and minimum evaluations stay as shipped.
+
+Phases: healthy traffic as release v1, then as v2 with nothing changed, until the v2-vs-v1
+comparison has met its guard for longer than the release rule's ``for:`` — nothing may fire; then
+release v3 with the demo's retrieval regression — ``RagMonitorReleaseRegressed`` (v3 against v2)
+and the change detector's ``RagMonitorQualityScoreRegressed`` and
+``RagMonitorQualityDefectRateRegressed`` must reach the webhook for the regressed metric with
+labels, summary and runbook link, and nothing but release and regression alerts may arrive; then
+the judge answers 503 — the judge's own alert must arrive.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from prometheus_client import CollectorRegistry
 from monitor.app import Sidecar
 from monitor.config import MonitorConfig
 from monitor.demo import demo_config, run_traffic
+from monitor.regression_config import RegressionsConfig
 from tests.alerts.alertmanager import AlertmanagerServer, WebhookReceiver, alertmanager_binary
 from tests.support.helm import CHART_DIR
 from tests.support.judge_server import JudgeServer, schema_reply, server_error
@@ -45,18 +53,22 @@ CHART_README = CHART_DIR / "README.md"
 RUNBOOKS = CHART_DIR / "docs" / "runbooks.md"
 SERVICE = "skylark-support"  # the demo app's service.name
 REGRESSED_METRIC = "local_lexical_groundedness"  # what the demo's wrong-collection retriever breaks
-REGRESSION_ALERTS = {"RagMonitorQualityScoreRegressed", "RagMonitorQualityDefectRateRegressed"}
+RELEASE_ALERT = "RagMonitorReleaseRegressed"
+REGRESSION_ALERTS = {RELEASE_ALERT, "RagMonitorQualityScoreRegressed", "RagMonitorQualityDefectRateRegressed"}
 JUDGE_OUTAGE_ALERT = "RagMonitorJudgeCircuitOpen"
-# Windows long enough that the healthy traffic's sampling noise stays well inside the rules'
-# margins (f1_score's mean, the noisiest, ~3 standard errors from the 10 % drop at 15 turns/s).
-WINDOW, OFFSET, FOR = "20s", "25s", "5s"
+WINDOW, FOR = "20s", "5s"
+# The sidecar's regression engine on the same footing: its steps (5 minutes shipped) become one
+# second and its other durations shrink alike; alpha, the margin, the alarm level and every
+# minimum number of evaluations keep their shipped values.
+ENGINE_SCALE = 1 / 300
 RATE_PER_SECOND = 15.0
 # Durations only, plus one threshold: the demo's model is rude in 5 % of its answers by design (a
 # steady defect the demo shows, not an incident), which sits right at the shipped 5 %
 # local_offensive_language threshold; the test moves that one threshold above the demo's rate.
 TEST_VALUES: dict[str, Any] = {"alerts": {
     "safetyDefectRate": {"window": WINDOW, "for": FOR, "thresholds": {"local_offensive_language": 0.15}},
-    "qualityRegression": {"window": WINDOW, "baselineWindow": WINDOW, "baselineOffset": OFFSET, "for": FOR},
+    "releaseRegression": {"for": FOR},
+    "qualityRegression": {"for": FOR},
     "judgeErrors": {"window": WINDOW, "for": FOR},
     "judgeBudgetExhausted": {"window": WINDOW, "for": FOR},
     "judgeCircuitOpen": {"window": "10s", "for": FOR},
@@ -98,19 +110,38 @@ def _alertmanager_config(webhook: WebhookReceiver) -> dict[str, Any]:
     return config
 
 
+def _scaled_regressions() -> dict[str, Any]:
+    """The sidecar's ``regressions`` section with every duration cut by ``ENGINE_SCALE`` and
+    nothing else changed: the same comparisons and detector, counted in steps of a second."""
+    shipped = RegressionsConfig()
+    durations = ("release_bucket_seconds", "canary_grace_seconds", "reactivation_gap_seconds")
+    detector = ("step_seconds", "reference_seconds", "rebaseline_seconds", "hold_seconds")
+    return {
+        **{name: getattr(shipped, name) * ENGINE_SCALE for name in durations},
+        "detector": {name: getattr(shipped.detector, name) * ENGINE_SCALE for name in detector},
+        # How often the feed reads new results: not part of the statistics.
+        "refresh_seconds": 0.5,
+    }
+
+
 def _sidecar_config(judge_url: str, scratch: Path) -> MonitorConfig:
     base = test_config().model_dump(mode="json")
     base["judge"] = {"base_url": judge_url, "model": "judge-model", "api_key": "sk-test", "timeout_seconds": 5}
     config, _ = demo_config(MonitorConfig.model_validate(base), admin_port=0, scratch_dir=scratch)
-    return config
+    data = config.model_dump(mode="json")
+    data["judge"]["api_key"] = "sk-test"  # model_dump masks secrets
+    scaled, shipped = _scaled_regressions(), data["regressions"]
+    data["regressions"] = {**shipped, **scaled, "detector": {**shipped["detector"], **scaled["detector"]}}
+    return MonitorConfig.model_validate(data)
 
 
 def _assert_paged(alert: Mapping[str, Any], name: str, path: str, fired: list[tuple[str, Mapping[str, Any]]]) -> None:
-    matches = [(p, a) for p, a in fired if a["labels"]["alertname"] == name]
-    assert matches, f"{name} did not arrive"
+    named = [(p, a) for p, a in fired if a["labels"]["alertname"] == name]
+    assert named, f"{name} did not arrive"
+    matches = [(p, a) for p, a in named if all(a["labels"].get(k) == v for k, v in alert.items())]
+    assert matches, (name, dict(alert), [a["labels"] for _, a in named])
     got_path, got = matches[0]
     assert got_path == path, (name, got_path)
-    assert {k: got["labels"].get(k) for k in alert} == dict(alert), (name, got["labels"])
     url = got["annotations"]["runbook_url"]
     assert url.endswith("#" + name.lower()), url
     assert f"## {name}\n" in RUNBOOKS.read_text(encoding="utf-8"), f"no runbook section for {name}"
@@ -123,10 +154,11 @@ class _Scenario:
         self.stop = asyncio.Event()
         self.traffic: asyncio.Task[Any] | None = None
 
-    def start_traffic(self, regression_at: float | None) -> None:
+    def start_traffic(self, version: str, regression_at: float | None) -> None:
         self.stop = asyncio.Event()
         self.traffic = asyncio.create_task(run_traffic(
-            self.endpoint, rate_per_second=RATE_PER_SECOND, stop=self.stop, regression_at=regression_at, seed=5))
+            self.endpoint, rate_per_second=RATE_PER_SECOND, stop=self.stop, regression_at=regression_at, seed=5,
+            service_version=version))
 
     async def stop_traffic(self) -> None:
         self.stop.set()
@@ -137,7 +169,7 @@ class _Scenario:
         """A rule that fails to evaluate never fires: every loaded rule must evaluate cleanly."""
         groups = (await self.prom.api("rules"))["groups"]
         rules = [r for g in groups for r in g["rules"]]
-        assert len({r["name"] for r in rules}) == 9, [r["name"] for r in rules]
+        assert len({r["name"] for r in rules}) == 10, [r["name"] for r in rules]
         broken = {r["name"]: r.get("lastError") for r in rules if r["health"] != "ok"}
         assert not broken, broken
 
@@ -145,16 +177,16 @@ class _Scenario:
         return [f"{r['metric']['alertname']}({r['metric'].get('metric', '')})"
                 for r in await self.prom.query('ALERTS{alertstate="firing"}')]
 
-    async def healthy_phase(self) -> None:
-        """Healthy traffic until the regression rules have compared full windows, with their
-        guards met, for twice their ``for:`` — with no alert firing at any point (pending, a
+    async def healthy_phase(self, baseline: str, candidate: str) -> None:
+        """Healthy traffic until the release rule has compared ``candidate`` with ``baseline``,
+        its guard met, for twice its ``for:`` — with no alert firing at any point (pending, a
         condition true for less than its ``for:``, is what ``for:`` exists to absorb)."""
-        by = "namespace, job, service, metric"
-        guard = " and ".join(
-            f"sum by ({by}) (increase(rag_monitor_score_count{{metric=\"{REGRESSED_METRIC}\"}}[{WINDOW}]{extra})) >= 50"
-            for extra in ("", f" offset {OFFSET}"))
+        pair = f'metric="{REGRESSED_METRIC}", baseline="{baseline}", candidate="{candidate}"'
+        # A comparison not yet computable is NaN, which no comparison (here > -1) lets through.
+        guard = (f"max(rag_monitor_release_defect_rate_difference_lower{{{pair}}}) > -1 and on () "
+                 f'max(rag_monitor_release_evaluations{{metric="{REGRESSED_METRIC}", version="{candidate}"}}) >= 30')
         held_since: float | None = None
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             firing = await self.firing_alerts()
             assert not firing, f"alerts firing on healthy traffic: {firing}"
@@ -164,12 +196,12 @@ class _Scenario:
                     break
             await asyncio.sleep(0.5)
         else:
-            raise AssertionError(f"the regression rule's guards never held for 10 s: {guard}")
+            raise AssertionError(f"the release comparison never held its guard for 10 s: {guard}")
         await self.rules_healthy()
         assert not self.webhook.notifications, [n.body for n in self.webhook.notifications]
 
 
-async def test_regression_and_judge_outage_page_and_healthy_traffic_does_not(tmp_path: Path) -> None:
+async def test_release_regression_and_judge_outage_page_and_healthy_releases_do_not(tmp_path: Path) -> None:
     shipped = [r for g in yaml.safe_load(SHIPPED_RULES.read_text(encoding="utf-8"))["groups"] for r in g["rules"]]
     groups = _test_rule_groups()
     assert [_shape(r) for g in groups for r in g["rules"]] == [_shape(r) for r in shipped], (
@@ -189,21 +221,36 @@ async def test_regression_and_judge_outage_page_and_healthy_traffic_does_not(tmp
                                         rule_files=[rules_file], evaluation_interval="1s",
                                         alertmanagers=[alertmanager.address]) as prom:
                 scenario = _Scenario(prom, webhook, f"http://127.0.0.1:{sidecar.http.port}")
-                scenario.start_traffic(regression_at=None)
-                await scenario.healthy_phase()
-
-                # The demo's regression: the retriever searches the wrong collection from now on.
+                # Healthy v1, then healthy v2: a release that changes nothing pages no one.
+                scenario.start_traffic("v1", regression_at=None)
+                await prom.wait_for(f'rag_monitor_release_evaluations{{metric="{REGRESSED_METRIC}", version="v1"}} '
+                                    ">= 200", bool, timeout=90)
                 await scenario.stop_traffic()
-                scenario.start_traffic(regression_at=0.0)
-                labels = {"severity": "warning", "service": SERVICE, "job": "rag-monitor", "metric": REGRESSED_METRIC}
-                fired = await webhook.wait_for(
-                    lambda f: REGRESSION_ALERTS <= {a["labels"]["alertname"] for _, a in f}, timeout=90)
-                for name in REGRESSION_ALERTS:
-                    _assert_paged(labels, name, "/rag-monitor-chat", fired)
-                assert {(a["labels"]["alertname"], a["labels"].get("metric")) for _, a in fired} == {
-                    (name, REGRESSED_METRIC) for name in REGRESSION_ALERTS}, "only the regression fired"
-                summary = next(a for _, a in fired if a["labels"]["alertname"] == "RagMonitorQualityScoreRegressed")
-                assert summary["annotations"]["summary"].startswith(f"{SERVICE}: mean {REGRESSED_METRIC} fell to ")
+                scenario.start_traffic("v2", regression_at=None)
+                await scenario.healthy_phase("v1", "v2")
+
+                # Release v3 brings the demo's regression: its retriever searches the wrong collection.
+                await scenario.stop_traffic()
+                scenario.start_traffic("v3", regression_at=0.0)
+                labels = {"severity": "warning", "service": SERVICE, "job": "rag-monitor", "metric": REGRESSED_METRIC,
+                          "baseline": "v2", "candidate": "v3"}
+
+                def all_paged(f: list[tuple[str, Mapping[str, Any]]]) -> bool:
+                    return REGRESSION_ALERTS <= {a["labels"]["alertname"] for _, a in f
+                                                 if a["labels"].get("metric") == REGRESSED_METRIC}
+
+                fired = await webhook.wait_for(all_paged, timeout=120)
+                _assert_paged(labels, RELEASE_ALERT, "/rag-monitor-chat", fired)
+                for name in REGRESSION_ALERTS - {RELEASE_ALERT}:
+                    _assert_paged({k: v for k, v in labels.items() if k not in ("baseline", "candidate")}, name,
+                                  "/rag-monitor-chat", fired)
+                assert {a["labels"]["alertname"] for _, a in fired} <= REGRESSION_ALERTS, "only regressions fired"
+                assert {(a["labels"].get("baseline"), a["labels"].get("candidate")) for _, a in fired
+                        if a["labels"]["alertname"] == RELEASE_ALERT} == {("v2", "v3")}
+                paged = next(a for _, a in fired if a["labels"]["alertname"] == RELEASE_ALERT
+                             and a["labels"]["metric"] == REGRESSED_METRIC)
+                assert paged["annotations"]["summary"].startswith(
+                    f"{SERVICE}: {REGRESSED_METRIC} defect rate of v3 is at least "), paged["annotations"]
 
                 # A judge outage: every judge call now ends in 503.
                 judge.default = server_error(503)
