@@ -114,8 +114,9 @@ def drivers(before: LabelTable, after: LabelTable, limit: int) -> tuple[Driver, 
             pb = b_cell[1] / b_total if b_cell else 0.0
             pa = a_cell[1] / a_total if a_cell else 0.0
             # A value absent on one side is compared with that side's overall rate.
-            term = 0.5 * (pa + pb) * ((ra if ra is not None else a_rate) - (rb if rb is not None else b_rate))
-            term += 0.5 * ((ra if ra is not None else a_rate) + (rb if rb is not None else b_rate)) * (pa - pb)
+            ra_or = ra if ra is not None else a_rate
+            rb_or = rb if rb is not None else b_rate
+            term = 0.5 * (pa + pb) * (ra_or - rb_or) + 0.5 * (ra_or + rb_or) * (pa - pb)
             terms.append((value, term, rb, ra, int(round(a_cell[0])) if a_cell else 0))
         positive = sum(t for _, t, _, _, _ in terms if t > 0)
         if positive <= 0:

@@ -80,7 +80,8 @@ class RegressionEngine:
             return
         releases.observe(obs.at, obs.version, obs.metric, obs.weight, obs.defect, obs.score,
                          obs.labels)
-        labels = {**obs.labels, "version": obs.version}
+        # The version first: label keys beyond the bound are the ones dropped.
+        labels = {"version": obs.version, **obs.labels}
         if obs.defect is not None:
             self._detector(detectors, obs.metric, "defect_rate").observe(
                 obs.at, obs.weight, 1.0 if obs.defect else 0.0, labels)

@@ -167,8 +167,8 @@ class AAResult:
     score_episodes: int
 
 
-def run_aa_week(rate_per_hour: float, seed: int, days: float = 7.0, for_minutes: float = RELEASE_FOR_MINUTES,
-                time_for_minutes: float = TIME_FOR_MINUTES,
+def run_aa_week(rate_per_hour: float, seed: int, days: float = 7.0,
+                for_minutes: float = RELEASE_FOR_MINUTES, time_for_minutes: float = TIME_FOR_MINUTES,
                 config: RegressionConfig | None = None) -> AAResult:
     """No change at all: daily same-quality releases and one same-quality canary."""
     sim = _Simulation(Traffic(rate_per_hour), seed, config, for_minutes, time_for_minutes)
@@ -204,8 +204,8 @@ class DetectionResult:
 
 
 def run_release(rate_per_hour: float, delta: float, seed: int, canary_share: float = 1.0,
-                horizon_hours: float = 12.0, warmup_days: float = 1.0, for_minutes: float = RELEASE_FOR_MINUTES,
-                time_for_minutes: float = TIME_FOR_MINUTES,
+                horizon_hours: float = 12.0, warmup_days: float = 1.0,
+                for_minutes: float = RELEASE_FOR_MINUTES, time_for_minutes: float = TIME_FOR_MINUTES,
                 config: RegressionConfig | None = None) -> DetectionResult:
     """v1 for ``warmup_days``, then v2 with ``delta`` more defects on ``canary_share`` of traffic."""
     sim = _Simulation(Traffic(rate_per_hour), seed, config, for_minutes, time_for_minutes)
@@ -237,8 +237,8 @@ def run_release(rate_per_hour: float, delta: float, seed: int, canary_share: flo
 
 
 def run_shift(rate_per_hour: float, delta: float, seed: int, horizon_hours: float = 24.0,
-              warmup_days: float = 2.0, route: str | None = None, for_minutes: float = RELEASE_FOR_MINUTES,
-                time_for_minutes: float = TIME_FOR_MINUTES,
+              warmup_days: float = 2.0, route: str | None = None,
+              for_minutes: float = RELEASE_FOR_MINUTES, time_for_minutes: float = TIME_FOR_MINUTES,
               config: RegressionConfig | None = None) -> tuple[DetectionResult, RegressionEngine]:
     """Same version throughout; the defect rate rises by ``delta`` (on one route if given)."""
     sim = _Simulation(Traffic(rate_per_hour), seed, config, for_minutes, time_for_minutes)
