@@ -83,8 +83,8 @@ class RecentVersions:
     def of(self, service: str) -> tuple[str, ...]:
         return tuple(self._recent.get(service, ()))
 
-    def forget_service(self, service: str) -> None:
-        self._recent.pop(service, None)
+    def services(self) -> tuple[str, ...]:
+        return tuple(self._recent)
 
 
 LABEL_VALUES_CAPPED = counter(
@@ -168,6 +168,9 @@ class LabelPolicy:
         return LabelledResult(result, self.as_dict(result))
 
     def distinct_values(self, name: str) -> int:
+        if name == VERSION_LABEL:
+            with self._lock:
+                return len({v for service in self._versions.services() for v in self._versions.of(service)})
         return len(self._seen[name])
 
 

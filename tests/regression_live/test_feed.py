@@ -66,6 +66,7 @@ def test_the_version_label_keeps_every_new_release_and_remembers_five_per_servic
             assert values["version"] == f"v{v}"  # never "other", unlike the capped route
     assert values["route"] == "other"
     assert policy.recent_versions("shop") == ("v3", "v4", "v5", "v6", "v7")
+    assert policy.distinct_values("version") == 5 and policy.distinct_values("route") == 2
     recent = RecentVersions(per_service=2)
     for v in ("a", "b", "a", "c", "a"):
         recent.admit("s", v)
