@@ -76,8 +76,10 @@ class RegressionsConfig(BaseModel):
         10.0, ge=0, le=600, description="evaluations are compared once this old, in time order: replicas write to the "
                                         "fleet's store with a delay, and a fixed order gives every replica the same "
                                         "figures (longer than the store's write delay)")
-    history_hours: float = Field(24.0, gt=0, le=168, description="evaluations read back from the result store at "
-                                                                  "start")
+    history_hours: float = Field(
+        72.0, gt=0, le=168, description="evaluations read back from the result store at start: as far back as the "
+                                        "comparisons remember (3 days of steps), so a replica started now compares "
+                                        "like one that ran through the release")
     max_pending: int = Field(100_000, gt=0, description="without a result store: evaluations waiting for the next "
                                                         "refresh; more are dropped (oldest first) and counted")
     runbook_base_url: str = Field(RUNBOOKS, description="the runbooks page; /api/regressions links "
