@@ -80,8 +80,10 @@ class RegressionsConfig(BaseModel):
         72.0, gt=0, le=168, description="evaluations read back from the result store at start: as far back as the "
                                         "comparisons remember (3 days of steps), so a replica started now compares "
                                         "like one that ran through the release")
-    max_pending: int = Field(100_000, gt=0, description="without a result store: evaluations waiting for the next "
-                                                        "refresh; more are dropped (oldest first) and counted")
+    max_pending: int = Field(
+        100_000, gt=0, description="evaluations held until the next refresh (without a result store: past it the "
+                                   "oldest are dropped and counted) or until they are settle_seconds old (past it "
+                                   "the oldest are compared at once)")
     runbook_base_url: str = Field(RUNBOOKS, description="the runbooks page; /api/regressions links "
                                                          "<url>#<alert name in lower case>")
 
