@@ -105,6 +105,17 @@ function renderRegressions(doc) {
   incidents.regressions = doc.active || [];
   incidents.at = typeof doc.at === "number" && doc.at > 0 ? doc.at : null;
   renderIncidents();
+  renderWatching(doc.watching || []);
+}
+
+// Evidence building up without an alarm: context for whoever looks, not an incident.
+function renderWatching(watching) {
+  const line = document.getElementById("watching");
+  const items = watching.filter(r => typeof r.evidence === "number" && typeof r.threshold === "number").slice(0, 5);
+  line.replaceChildren(...(items.length ? ["change detector, evidence below the alarm level: ",
+    ...items.flatMap((r, i) => [i ? ", " : "", el("span", { "data-watching": r.metric, "data-statistic": r.statistic },
+      r.metric + " " + (r.statistic === "score" ? "score" : "defect rate") + " 10^" + r.evidence.toFixed(1) +
+      " of 10^" + r.threshold.toFixed(1))])] : []));
 }
 
 // 404 (no change detector in this monitor): no regression banner. 503: off, or busy for a moment,
@@ -113,6 +124,7 @@ function regressionsUnavailable(result) {
   if (result.status === 404) {
     incidents.regressions = [];
     renderIncidents();
+    renderWatching([]);
   }
 }
 
