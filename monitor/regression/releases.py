@@ -23,7 +23,12 @@ from typing import Mapping
 from monitor.regression.attribution import LabelTable, drivers
 from monitor.regression.config import RegressionConfig
 from monitor.regression.results import ComparisonMode, ReleaseComparison, VersionInfo
-from monitor.regression.sequential import MixtureBoundary, WeightedSums, difference_interval
+from monitor.regression.sequential import (
+    MixtureBoundary,
+    RunningIntersection,
+    WeightedSums,
+    difference_interval,
+)
 
 __all__ = ["ServiceVersions"]
 
@@ -171,8 +176,11 @@ class ServiceVersions:
         cfg = self._config
         enough_def = c_def.n >= cfg.min_evaluations and b_def.n >= cfg.min_evaluations
         enough_score = c_score.n >= cfg.min_evaluations and b_score.n >= cfg.min_evaluations
-        d = difference_interval(c_def, b_def, self._boundary, binary=True) if enough_def else None
-        s = difference_interval(c_score, b_score, self._boundary, binary=False) if enough_score else None
+        running = self._cache[metric]
+        d = running.defect_bounds.update(
+            difference_interval(c_def, b_def, self._boundary, binary=True) if enough_def else None)
+        s = running.score_bounds.update(
+            difference_interval(c_score, b_score, self._boundary, binary=False) if enough_score else None)
         rate_b, rate_c = b_def.mean(), c_def.mean()
         difference = None if rate_b is None or rate_c is None else rate_c - rate_b
         found = (drivers(base.labels, cand.labels, cfg.drivers)
@@ -204,13 +212,16 @@ class ServiceVersions:
 class _Pooled:
     """Sums of the buckets ``[start, upto)`` of one comparison (see ``_pooled``)."""
 
-    __slots__ = ("signature", "upto", "candidate", "baseline")
+    __slots__ = ("signature", "upto", "candidate", "baseline", "defect_bounds", "score_bounds")
 
     def __init__(self, signature: tuple[object, ...], start: int) -> None:
         self.signature = signature
         self.upto = start
         self.candidate = (WeightedSums(), WeightedSums())
         self.baseline = (WeightedSums(), WeightedSums())
+        # The comparison's intervals are intersected over its life (see sequential.py).
+        self.defect_bounds = RunningIntersection()
+        self.score_bounds = RunningIntersection()
 
     def add(self, key: int, cand: _VersionMetric, base: _VersionMetric, matched: bool) -> None:
         c = cand.buckets.get(key)

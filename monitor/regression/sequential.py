@@ -26,6 +26,13 @@ Normal-mixture boundary
 
 A difference of two independent streams (candidate − baseline) has the sum of the two variances;
 the same boundary applies in its information time.
+
+Running intersection
+    If every interval of a sequence covers θ, so does their intersection so far; the intersection
+    is therefore a confidence sequence at the same level (Howard et al. 2021, §2), and its lower
+    bound never decreases. An alert on ``lower > 0`` then fires at most once per comparison
+    instead of flapping while a bound hovers near 0. An empty intersection means the compared
+    quantity moved (traffic mix, drift): it restarts from the current interval.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "Interval",
+    "RunningIntersection",
     "MixtureBoundary",
     "WeightedSums",
     "difference_interval",
@@ -138,6 +146,26 @@ class MixtureBoundary:
         rho2 = self.rho2
         radicand = (info + 1.0 / rho2) * (2.0 * math.log(1.0 / self.alpha) + math.log1p(rho2 * info))
         return math.sqrt(radicand) / info
+
+
+class RunningIntersection:
+    """The intersection of the intervals of one confidence sequence seen so far."""
+
+    __slots__ = ("_lower", "_upper")
+
+    def __init__(self) -> None:
+        self._lower = -math.inf
+        self._upper = math.inf
+
+    def update(self, interval: Interval | None) -> Interval | None:
+        if interval is None:
+            return None
+        lower = max(self._lower, interval.lower)
+        upper = min(self._upper, interval.upper)
+        if lower > upper:
+            lower, upper = interval.lower, interval.upper
+        self._lower, self._upper = lower, upper
+        return Interval(interval.estimate, lower, upper)
 
 
 def mean_interval(sums: WeightedSums, boundary: MixtureBoundary, binary: bool) -> Interval | None:

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from monitor.regression.sequential import (
+    Interval,
     MixtureBoundary,
+    RunningIntersection,
     WeightedSums,
     difference_interval,
     mean_interval,
@@ -121,3 +123,14 @@ def test_a_fixed_sample_interval_looked_at_continuously_does_not_cover() -> None
                     missed += 1
                     break
     assert missed / 300 > 0.15
+
+
+def test_running_intersection_keeps_the_tightest_bounds_and_restarts_when_empty() -> None:
+    running = RunningIntersection()
+    assert running.update(None) is None
+    first = running.update(Interval(0.02, -0.01, 0.05))
+    assert first == Interval(0.02, -0.01, 0.05)
+    second = running.update(Interval(0.0, -0.03, 0.03))  # a wider-below, tighter-above look
+    assert second == Interval(0.0, -0.01, 0.03)
+    moved = running.update(Interval(0.2, 0.15, 0.25))  # disjoint: the quantity moved
+    assert moved == Interval(0.2, 0.15, 0.25)
