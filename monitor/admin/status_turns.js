@@ -1,5 +1,6 @@
-// The worst recent turns: one card per turn with all its failing metrics, the judge's reasons (or
-// the defect rule when a local metric gives none), the retrieved documents; filterable by metric.
+// The worst recent turns: one card per turn with where it ran (route, model, version), all its
+// failing metrics, the judge's reasons or the local metrics' evidence, the retrieved documents;
+// filterable by metric.
 
 function copyButton(text) {
   const button = el("button", { "type": "button", "title": "copy the trace id" }, "copy");
@@ -16,11 +17,12 @@ function scoreText(s) {
   return s.label ? text + " \u00b7 " + s.label : text;
 }
 
-// A local metric gives a number, not a sentence: say which rule made it a defect.
+// Local metrics give their evidence as the reason (the answer terms the documents lack, the
+// offending sentence); a score stored without one (older results) says which rule made it a defect.
 function why(s) {
   if (s.reason) return { text: s.reason, kind: "reason" };
   const info = state.catalogue[s.metric];
-  if (info && s.value !== null) return { text: "no reason given; rule: " + info.defect_rule, kind: "rule" };
+  if (info && s.value !== null) return { text: "by its rule: " + info.defect_rule, kind: "rule" };
   return { text: "\u2013", kind: "none" };
 }
 

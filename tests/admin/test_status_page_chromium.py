@@ -266,8 +266,8 @@ async def test_page_over_the_real_rolling_stats_and_store(tmp_path):
     check_rates(dom, summary)
     check_turns(dom, turns)
     assert [c.attrs["data-id"] for c in dom.find_all("article")] == [str(r.result_id) for r in rows]
-    # f1_score is a local metric without a reason: the page says which rule made it a defect.
+    # An f1_score stored without a reason (results from before local evidence): the rule that made it a defect.
     f1_reasons = [li.one(data_field="reason") for li in dom.find_all("li", data_score="f1_score")]
-    assert any(r.attrs["data-kind"] == "rule" and r.text == "no reason given; rule: defect when < 0.5"
+    assert any(r.attrs["data-kind"] == "rule" and r.text == "by its rule: defect when < 0.5"
                for r in f1_reasons)
     assert not dom.find_all("img") and not dom.find_all("b") and len(dom.find_all("script")) == 1
