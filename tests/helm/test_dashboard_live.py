@@ -36,6 +36,10 @@ def _config(judge_url: str, scratch: Path) -> MonitorConfig:
     # every demo conversation is kept.
     data["sampling"]["policies"] = [{"type": "rate_limit", "conversations_per_second": 200}]
     data["judge"]["api_key"] = "sk-test"  # model_dump masks secrets
+    # The change detector on one-second steps, armed after 30 evaluations: its panel has data
+    # within the test, not after the shipped five-minute steps.
+    data["regressions"].update(refresh_seconds=0.5, detector={
+        **data["regressions"]["detector"], "step_seconds": 1, "reference_seconds": 600, "min_reference_evaluations": 30})
     return MonitorConfig.model_validate(data)
 
 
