@@ -236,7 +236,7 @@ tests:
           - exp_labels: {severity: warning, namespace: n, job: j, service: s, metric: above, baseline: v1, candidate: v2}
             exp_annotations:
               summary: "s: above defect rate of v2 is at least 7% above v1"
-              description: "The anytime-valid confidence sequence on the weighted above defect rate of release v2 minus release v1 (service s) has had its lower end above 0.05 for 15m, with at least 30 evaluations of v2: the new release is worse, not by chance. /api/releases and the status page show both rates and the routes/models that carry the change."
+              description: "The anytime-valid confidence sequence on the weighted above defect rate of release v2 minus release v1 (service s) has had its lower end above 0.05 for 5m, with at least 30 evaluations of v2: the new release is worse, not by chance. /api/releases and the status page show both rates and the routes/models that carry the change."
               runbook_url: https://github.com/rag-monitor/rag-monitor/blob/main/helm/rag-monitor/docs/runbooks.md#ragmonitorreleaseregressed
 """
 
