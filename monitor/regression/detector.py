@@ -27,7 +27,8 @@ Detector
     least ``A`` (``detector_threshold``). Evidence and threshold are reported as log10.
 
 Baseline
-    ``p0`` is the reference mean (hourly sums over ``detector_reference_seconds``) plus
+    ``p0`` is the reference mean (168 sums over ``detector_reference_seconds``: hourly for a
+    week) plus
     ``detector_baseline_z`` standard errors, so that an estimate that happens to be low does not
     manufacture evidence. It is re-estimated every ``detector_rebaseline_seconds`` while the
     evidence is below 10; never during a change building up.
@@ -55,8 +56,11 @@ from monitor.regression.sequential import MixtureBoundary, WeightedSums, differe
 
 __all__ = ["ChangeDetector"]
 
-_REFERENCE_BUCKET_SECONDS = 3600.0
-_LABEL_HALF_LIFE_SECONDS = 86_400.0
+# The reference is kept as 168 sums (hourly for the default week) and label history decays with a
+# half-life of a seventh of it (a day): both scale with the configured window, so a test that
+# shortens time keeps the same shape.
+_REFERENCE_SLOTS = 168
+_LABEL_HALF_LIVES_PER_REFERENCE = 7.0
 _NEG_INF = -math.inf
 
 
@@ -116,9 +120,12 @@ class ChangeDetector:
         self._step_labels = self._labels()
         self._step_log_e = [0.0] * k
         # Reference: hourly sums for the baseline, decayed label sums for "before" per value.
+        self._slot = max(self._bucket, config.detector_reference_seconds / _REFERENCE_SLOTS)
         self._reference: deque[tuple[int, WeightedSums]] = deque(
-            maxlen=max(1, int(config.detector_reference_seconds // _REFERENCE_BUCKET_SECONDS))
+            maxlen=max(1, int(config.detector_reference_seconds // self._slot) + 1)
         )
+        self._label_decay = 0.5 ** (
+            self._bucket * _LABEL_HALF_LIVES_PER_REFERENCE / config.detector_reference_seconds)
         self._reference_labels = self._labels()
         self._baseline: _Baseline | None = None
         self._log_r = [_NEG_INF] * k
@@ -196,19 +203,19 @@ class ChangeDetector:
         self._run_labels.merge(self._step_labels)
 
     def _add_reference(self, start: float) -> None:
-        hour = int(start // _REFERENCE_BUCKET_SECONDS)
-        if self._reference and self._reference[-1][0] == hour:
+        slot = int(start // self._slot)
+        if self._reference and self._reference[-1][0] == slot:
             self._reference[-1][1].merge(self._step_sums)
         else:
-            self._reference.append((hour, self._step_sums.copy()))
-        self._reference_labels.decay(0.5 ** (self._bucket / _LABEL_HALF_LIFE_SECONDS))
+            self._reference.append((slot, self._step_sums.copy()))
+        self._reference_labels.decay(self._label_decay)
         self._reference_labels.merge(self._step_labels)
 
     def _reference_sums(self, now: float) -> WeightedSums:
-        oldest = int((now - self._config.detector_reference_seconds) // _REFERENCE_BUCKET_SECONDS)
+        oldest = int((now - self._config.detector_reference_seconds) // self._slot)
         total = WeightedSums()
-        for hour, sums in self._reference:
-            if hour >= oldest:
+        for slot, sums in self._reference:
+            if slot >= oldest:
                 total.merge(sums)
         return total
 
@@ -234,7 +241,7 @@ class ChangeDetector:
         accepted = self._run_sums if self._run_sums.n else self._reference_sums(end)
         self._baseline = _Baseline(accepted, self._config, self._binary, end)
         self._reference.clear()
-        self._reference.append((int((end - 1.0) // _REFERENCE_BUCKET_SECONDS), accepted.copy()))
+        self._reference.append((int((end - self._bucket) // self._slot), accepted.copy()))
         self._reference_labels = self._labels()
         self._reference_labels.merge(self._run_labels)
         self._log_r = [_NEG_INF] * len(self._log_r)

@@ -107,6 +107,11 @@ class RegressionEngine:
         releases = self._releases.get(service)
         return releases.versions() if releases else []
 
+    def metric_evaluations(self, service: str) -> dict[str, dict[str, int]]:
+        """version -> metric -> evaluations since the version's activation (empty if unknown)."""
+        releases = self._releases.get(service)
+        return releases.metric_evaluations() if releases else {}
+
     def releases(self, now: float | None = None) -> list[ReleaseComparison]:
         """Candidate vs baseline per (service, metric) for services with two versions."""
         out: list[ReleaseComparison] = []

@@ -44,9 +44,10 @@ class _Bucket:
 class _VersionMetric:
     """One version's history for one metric: bounded buckets plus labels since activation."""
 
-    __slots__ = ("buckets", "labels")
+    __slots__ = ("buckets", "labels", "evaluations")
 
     def __init__(self, config: RegressionConfig) -> None:
+        self.evaluations = 0
         self.buckets: dict[int, _Bucket] = {}
         self.labels = LabelTable(config.attribution_labels, config.attribution_values_per_label)
 
@@ -89,6 +90,7 @@ class ServiceVersions:
         per_metric = state.metrics.get(metric)
         if per_metric is None:
             per_metric = state.metrics[metric] = _VersionMetric(self._config)
+        per_metric.evaluations += 1
         key = int(at // self._config.release_bucket_seconds)
         bucket = per_metric.buckets.get(key)
         if bucket is None:
@@ -128,6 +130,11 @@ class ServiceVersions:
     def versions(self) -> list[VersionInfo]:
         return [VersionInfo(v.name, v.first_seen, v.last_seen, v.evaluations)
                 for v in sorted(self._versions.values(), key=lambda v: (v.first_seen, v.name))]
+
+    def metric_evaluations(self) -> dict[str, dict[str, int]]:
+        """version -> metric -> evaluations since the version's activation."""
+        return {v.name: {m: state.evaluations for m, state in v.metrics.items()}
+                for v in self._versions.values()}
 
     def comparisons(self, service: str) -> list[ReleaseComparison]:
         ordered = self._by_activation()

@@ -65,6 +65,9 @@ def test_a_worse_release_gets_a_positive_lower_bound_and_an_unchanged_one_does_n
     same = _only(engine)
     assert (same.baseline, same.candidate) == ("v2", "v3")
     assert same.lower is not None and same.lower <= 0 and not same.regressed
+    counts = engine.metric_evaluations("chat")
+    assert set(counts) == {"v1", "v2", "v3"} and 3000 < counts["v3"]["groundedness"] < 4200
+    assert engine.metric_evaluations("nobody") == {}
 
 
 def test_a_rollback_makes_the_returning_version_the_candidate() -> None:
