@@ -44,7 +44,7 @@ from exporters.release_metrics import ReleaseBoard, ReleaseSnapshot, ServiceRele
 from exporters.result_store import HIGHER_IS_WORSE
 from exporters.store_queries import ObservationRow
 from monitor.model import EvaluationResult, ScoreStatus
-from monitor.regression import Observation, RegressionConfig, RegressionEngine
+from monitor.regression import Observation, RegressionConfig, RegressionEngine, ReleaseComparison
 from monitor.regression_config import RegressionsConfig
 from monitor.telemetry import NullTelemetry, Telemetry, counter
 
@@ -140,6 +140,10 @@ class RegressionFeed:
         self._waiting: list[tuple[float, int, _Row]] = []  # read, not yet settled: (at, id, row)
         self._latest_read = -math.inf
         self._last_id: int | None = None
+        self._step_seconds = config.release_bucket_seconds
+        self._step: int | None = None  # the release step of the latest evaluation observed
+        self._compared_step: int | None = None
+        self._comparisons: tuple[ReleaseComparison, ...] = ()
         self._counts: dict[tuple[str, str, str], int] = {}
         self._task: asyncio.Task[None] | None = None
         self._failing = False
@@ -219,6 +223,14 @@ class RegressionFeed:
             for row in self._settled(cutoff):
                 try:
                     obs = observation(row, service=self._service, driver_labels=drivers)
+                except (ValueError, TypeError):
+                    bad += 1
+                    continue
+                step = int(obs.at // self._step_seconds)
+                if self._step is not None and step > self._step:
+                    self._compare_step()  # every evaluation of the step before is in
+                self._step = step if self._step is None else max(self._step, step)
+                try:
                     self._engine.observe(obs)
                 except (ValueError, TypeError):
                     bad += 1
@@ -226,14 +238,27 @@ class RegressionFeed:
                 key = (obs.service, obs.metric, obs.version)
                 self._counts[key] = self._counts.get(key, 0) + 1
                 n += 1
+            if self._step is not None and int(cutoff // self._step_seconds) > self._step:
+                self._compare_step()  # the last step is over and settled: no more evaluations of it
         if bad:
             self._telemetry.add(FEED_DROPPED, bad, reason="unreadable")
         self.observed += n
         return n
 
+    def _compare_step(self) -> None:
+        """The comparisons once every evaluation of the current step is observed (the caller
+        holds the lock). The engine narrows each interval to its intersection with the earlier
+        ones at every call; calling it at the end of each step, and only then, makes that set of
+        calls the same on every replica and after a restart, so every replica exports the same
+        interval. The price: the published comparisons lag by up to one step."""
+        if self._compared_step == self._step:
+            return
+        self._comparisons = tuple(self._engine.releases())
+        self._compared_step = self._step
+
     def _publish(self, now: float) -> None:
         with self._lock:
-            comparisons = tuple(self._engine.releases(now))
+            comparisons = self._comparisons
             regressions = tuple(self._engine.regressions(now))
             services = []
             remembered: set[tuple[str, str]] = set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import random
 
 import aiohttp
 import pytest
@@ -281,7 +282,11 @@ async def test_the_feed_compares_from_the_store_and_a_restarted_one_reads_the_sa
             feed = RegressionFeed(RegressionEngine(clock, engine_config(RegressionsConfig())), board,
                                   RegressionsConfig(history_hours=24), source=store, clock=clock, page=page)
             assert await feed.refresh() == 80
+            # Compared once v2's 5-minute step [T0 + 900, T0 + 1200) is over and settled (10 s).
+            assert board.snapshot().comparisons == ()
+            clock.now = T0 + 1211
             assert await feed.refresh() == 0
+            clock.now = T0 + 1200
             return board.snapshot()
 
         first, again = await compare(page=1000), await compare(page=7)
@@ -321,5 +326,45 @@ async def test_evaluations_are_observed_once_settled_in_time_order(tmp_path):
         assert [v.version for v in board.snapshot().services[0].versions] == ["v-early", "v-late"]
         clock.now = T0 + 40
         assert await feed.refresh() == 1 and feed.observed == 3
+    finally:
+        await store.shutdown(0.0)
+
+
+async def test_a_replica_that_refreshed_all_along_and_one_started_at_the_end_export_the_same_interval(tmp_path):
+    # The engine narrows each interval to its running intersection at every call: the feed calls it
+    # at the end of each time step only, so the refresh times of a replica do not change the result.
+    rng = random.Random(5)
+    clock = Clock()
+    store = ResultStore(StoreConfig(path=str(tmp_path / "r.sqlite3"), flush_interval_seconds=0.01),
+                        NullTelemetry(), clock)
+    await store.start()
+    config = RegressionsConfig(settle_seconds=0, release_bucket_seconds=300, min_evaluations=10)
+
+    def feed_on(board: ReleaseBoard) -> RegressionFeed:
+        return RegressionFeed(RegressionEngine(clock, engine_config(config)), board, config, source=store,
+                              clock=clock)
+
+    running_board, late_board = ReleaseBoard(), ReleaseBoard()
+    running = feed_on(running_board)
+    try:
+        written = 0
+        for version, rate in (("v1", 0.05), ("v2", 0.12)):
+            for _ in range(300):
+                clock.now += 10
+                defect = rng.random() < rate
+                store.consume_result(result(score("coherence", 1.0 if defect else 4.0, defect=defect),
+                                            service="shop", labels={"version": version}))
+                written += 1
+                if written % 10 == 0:  # the running replica refreshes every 100 s of traffic
+                    while len(await store.observations_after(0, 1000)) < written:
+                        await asyncio.sleep(0.01)
+                    await running.refresh()
+        clock.now += 310  # past the last step
+        await running.refresh()
+        late = feed_on(late_board)
+        await late.refresh()
+        [c] = running_board.snapshot().comparisons
+        assert (c.baseline, c.candidate, c.n_candidate) == ("v1", "v2", 300) and c.lower is not None
+        assert late_board.snapshot().comparisons == running_board.snapshot().comparisons
     finally:
         await store.shutdown(0.0)

@@ -36,6 +36,19 @@ async def _deploy(sidecar: Serve, version: str, defects: int) -> None:
     await until(read, what=f"{N} evaluations of {version} in /api/releases")
 
 
+async def _compared(sidecar: Serve, candidate: str) -> dict:
+    """The comparison of ``candidate`` once it holds all its evaluations (the comparisons are
+    published at the end of each time step, so they follow the counts by up to one step)."""
+    async def complete() -> bool:
+        found = await sidecar.comparison(candidate)
+        return found is not None and found["n_candidate"] == N
+
+    await until(complete, what=f"{candidate}'s comparison with its {N} evaluations")
+    found = await sidecar.comparison(candidate)
+    assert found is not None
+    return found
+
+
 async def test_a_worse_release_gets_a_positive_lower_bound_and_an_unchanged_one_does_not(tmp_path, judge):
     # Time steps of 0.2 s: each version's traffic starts after the previous one is read (≥ 0.3 s).
     sidecar = Serve(tmp_path, "sidecar", judge.base_url, {"path": str(tmp_path / "results.sqlite3")},
@@ -44,8 +57,8 @@ async def test_a_worse_release_gets_a_positive_lower_bound_and_an_unchanged_one_
     try:
         await _deploy(sidecar, "v1", defects=2)    # 5 %
         await _deploy(sidecar, "v2", defects=32)   # 80 %
-        v2 = await sidecar.comparison("v2")
-        assert v2 is not None and (v2["baseline"], v2["n_baseline"], v2["n_candidate"]) == ("v1", N, N)
+        v2 = await _compared(sidecar, "v2")
+        assert (v2["baseline"], v2["n_baseline"], v2["n_candidate"]) == ("v1", N, N)
         assert v2["defect_rate_baseline"] == pytest.approx(0.05) and v2["defect_rate_candidate"] == pytest.approx(0.8)
         assert v2["lower"] > 0 and v2["regressed"] is True
         text = await sidecar.metrics()
@@ -56,8 +69,8 @@ async def test_a_worse_release_gets_a_positive_lower_bound_and_an_unchanged_one_
                       version="v2") == N
 
         await _deploy(sidecar, "v3", defects=32)   # unchanged
-        v3 = await sidecar.comparison("v3")
-        assert v3 is not None and (v3["baseline"], v3["n_candidate"]) == ("v2", N)
+        v3 = await _compared(sidecar, "v3")
+        assert (v3["baseline"], v3["n_candidate"]) == ("v2", N)
         assert v3["difference"] == pytest.approx(0.0) and v3["lower"] <= 0 and v3["regressed"] is False
         text = await sidecar.metrics()
         assert metric(text, "rag_monitor_release_defect_rate_difference_lower", service=SERVICE, metric="coherence",
