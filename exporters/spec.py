@@ -147,7 +147,8 @@ _DETECTOR = ("service", "metric", "statistic")
 RELEASES: tuple[Instrument, ...] = (
     Instrument("rag_monitor_release_defect_rate_difference",
                "Weighted defect rate of the candidate release minus the baseline's (the version before it), on "
-               "the same minutes of traffic while both are live, adjacent traffic otherwise (NaN: not computable).",
+               "the same minutes of traffic while both are live, adjacent traffic otherwise (NaN: not computable); "
+               "updated at the end of each regressions.release_bucket_seconds step.",
                "gauge", _RELEASE),
     Instrument("rag_monitor_release_defect_rate_difference_lower",
                "Lower bound of the anytime-valid 1-alpha confidence sequence on the difference (regressions.alpha): "
