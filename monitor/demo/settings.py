@@ -11,7 +11,13 @@ evaluates every turn while their ``serve`` caps the rate:
 * the result store goes to a scratch directory (removed at exit) unless the config sets a path;
 * OTLP receivers on ephemeral ports unless the config sets them (no clash with a running
   sidecar); the HTTP receiver is switched on (the sample app sends OTLP/HTTP);
-* ``admin.port`` from ``--admin-port`` when given.
+* ``admin.port`` from ``--admin-port`` when given;
+* the change detector steps every 5 s instead of 5 min (``regressions.detector.step_seconds``),
+  reading new evaluations every second and 2 s after they are written (``refresh_seconds``,
+  ``settle_seconds``), unless the config sets them: the status page's banner then shows the
+  scripted regression within a minute. At 5 s steps the alarm level (10^4 steps on unchanged
+  traffic) means about one false alarm per 14 hours per watched metric and statistic — fine for
+  a demo, not for production.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pydantic import ValidationError
 from monitor.assembly.config import AssemblyConfig
 from monitor.config import MonitorConfig
 from monitor.receivers.config import ReceiversConfig
+from monitor.regression_config import RegressionsConfig
 from monitor.demo.rag_app import REFERENCE_ATTRIBUTE
 from monitor.errors import ConfigError
 from samplers.config import AlwaysConfig, SamplingConfig
@@ -32,6 +39,7 @@ __all__ = ["DEMO_LABELS", "MAX_DECISION_WAIT_SECONDS", "demo_config"]
 
 DEMO_LABELS = ("route", "model")
 MAX_DECISION_WAIT_SECONDS = 0.5
+DEMO_DETECTOR_STEP_SECONDS = 5.0
 _ROUTE_ATTRIBUTE = "http.route"
 
 
@@ -70,6 +78,23 @@ def _receivers(base: ReceiversConfig, notes: list[str]) -> ReceiversConfig:
                                    "grpc": grpc.model_copy(update=grpc_update)})
 
 
+def _regressions(base: RegressionsConfig, notes: list[str]) -> RegressionsConfig:
+    update: dict[str, Any] = {}
+    changed: list[str] = []
+    for name, demo in (("refresh_seconds", 1.0), ("settle_seconds", 2.0)):
+        if name not in base.model_fields_set and getattr(base, name) > demo:
+            update[name] = demo
+            changed.append(f"regressions.{name} = {demo:g}")
+    detector = base.detector
+    if "step_seconds" not in detector.model_fields_set and detector.step_seconds > DEMO_DETECTOR_STEP_SECONDS:
+        update["detector"] = detector.model_copy(update={"step_seconds": DEMO_DETECTOR_STEP_SECONDS})
+        changed.insert(0, f"regressions.detector.step_seconds = {DEMO_DETECTOR_STEP_SECONDS:g} (was "
+                          f"{detector.step_seconds:g})")
+    if changed:
+        notes.append(", ".join(changed) + ": the status page shows the regression within a minute")
+    return base.model_copy(update=update)
+
+
 def demo_config(base: MonitorConfig, *, admin_port: int | None, scratch_dir: Path) -> tuple[MonitorConfig, list[str]]:
     """``base`` adjusted for the demo, and one line per adjustment. Raises ConfigError."""
     notes: list[str] = []
@@ -91,7 +116,8 @@ def demo_config(base: MonitorConfig, *, admin_port: int | None, scratch_dir: Pat
     fields = {name: getattr(base, name) for name in type(base).model_fields}
     fields.update(
         sampling=sampling, assembly=_assembly(base.assembly, notes), receivers=_receivers(base.receivers, notes),
-        admin=admin, exporters=exporters.model_copy(update={"labels": labels, "store": store}))
+        admin=admin, exporters=exporters.model_copy(update={"labels": labels, "store": store}),
+        regressions=_regressions(base.regressions, notes))
     try:
         # Validating the whole again runs the cross-section checks (label sources, distinct ports).
         return MonitorConfig.model_validate(fields), notes

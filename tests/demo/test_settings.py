@@ -20,10 +20,12 @@ def test_defaults_get_every_demo_adjustment(tmp_path) -> None:
     assert config.assembly.decision_wait_seconds == 0.5
     assert config.exporters.store.path == str(tmp_path / "results.sqlite3")
     assert (config.receivers.http.port, config.receivers.grpc.port, config.admin.port) == (0, 0, 0)
+    r = config.regressions
+    assert (r.detector.step_seconds, r.refresh_seconds, r.settle_seconds) == (5.0, 1.0, 2.0)
     text = "\n".join(notes)
     for key in ("sampling.policies", "exporters.labels", "assembly.mapping.labels.route",
                 "assembly.mapping.ground_truth", "assembly.decision_wait_seconds", "exporters.store.path",
-                "receivers.*.port", "admin.port"):
+                "receivers.*.port", "admin.port", "regressions.detector.step_seconds"):
         assert key in text
 
 
@@ -33,6 +35,7 @@ def test_what_the_user_set_is_kept(tmp_path) -> None:
         "assembly: {decision_wait_seconds: 0.1, mapping: {labels: {route: app.route, tenant: app.tenant}}}\n"
         "exporters: {labels: [tenant], store: {path: /var/tmp/x.sqlite3}}\n"
         "admin: {port: 19464}\n"
+        "regressions: {settle_seconds: 30, detector: {step_seconds: 60}}\n"
         "judge: {base_url: 'http://127.0.0.1:1/v1', model: m, api_key: sk-secret}\n")
     base = load_config(tmp_path / "c.yaml", {"RAG_MONITOR_SHUTDOWN_DEADLINE_SECONDS": "4"})
     config, notes = demo_config(base, admin_port=None, scratch_dir=tmp_path)
@@ -44,6 +47,8 @@ def test_what_the_user_set_is_kept(tmp_path) -> None:
     assert config.exporters.labels == ["tenant", "route", "model"]
     assert config.exporters.store.path == "/var/tmp/x.sqlite3"
     assert config.shutdown_deadline_seconds == 4
+    assert (config.regressions.detector.step_seconds, config.regressions.settle_seconds) == (60, 30)
+    assert config.regressions.refresh_seconds == 1.0  # not set: the demo's
     assert config.judge.enabled and config.judge.api_key is not None
     assert config.judge.api_key.get_secret_value() == "sk-secret"
     assert "receivers.http.enabled = true" in "\n".join(notes)
