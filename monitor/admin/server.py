@@ -29,6 +29,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from exporters.release_metrics import ReleaseBoard
 from monitor.admin.api import (
     EvaluationQuery,
     QueryError,
@@ -37,12 +38,11 @@ from monitor.admin.api import (
     encode_json,
     evaluation_item,
     parse_evaluations_query,
-    single_values,
     parse_worst_query,
     regressions_document,
     releases_document,
+    single_values,
 )
-from exporters.release_metrics import ReleaseBoard
 from monitor.admin.catalogue import MetricDescription
 from monitor.admin.health import PipelineStatus
 from monitor.admin.status_page import page_response
