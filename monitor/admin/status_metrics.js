@@ -4,11 +4,11 @@
 const DIRECTION = { higher_is_better: "\u2191 higher is better", higher_is_worse: "\u2191 higher is worse" };
 
 // The reference level on a trend: the longest window's rate, what "normal" has looked like lately.
-function trendCell(m, doc, top) {
+function trendCell(m, doc, top, from) {
   const longest = m.windows[doc.longest_window];
   const reference = longest ? longest.defect_rate : null;
   const cell = el("td", { "class": "trendcell" },
-                  trendChart(m.trend, { top, seconds: doc.trend_seconds, reference, change: m.change }));
+                  trendChart(m.trend, { top, seconds: doc.trend_seconds, reference, change: m.change, from }));
   const seen = m.trend.some(p => p.defect_rate !== null);
   cell.append(el("div", { "class": "sub", "data-field": "trend-scale" },
                  seen ? "0\u2013" + pct(top) + " (all metrics) over " + doc.trend_window +
@@ -120,6 +120,7 @@ function renderSummary(doc) {
   const off = state.metrics.filter(metric => isIdleOff(doc.metrics[metric]));
   const shown = state.metrics.filter(metric => !off.includes(metric));
   const top = sharedTop(shown.map(metric => doc.metrics[metric].trend));
+  const from = firstData(shown.map(metric => doc.metrics[metric].trend));
   const head = el("tr", {}, el("th", {}, "metric"), el("th", {}, "scale \u00b7 direction \u00b7 defect rule"),
                   ...names.map(n => el("th", {}, "defects " + n)), el("th", {}, "no score (" + longestName + ")"),
                   el("th", {}, "trend " + doc.trend_window));
@@ -130,7 +131,7 @@ function renderSummary(doc) {
     const row = el("tr", { "data-metric": metric }, el("th", { "data-field": "metric" }, metricButton(metric)),
                    meaningCell(metric, m.info));
     names.forEach((n, i) => row.append(windowCell(n, m.windows[n], longest, sameAsNote(doc, m, i))));
-    row.append(outcomesCell(m, longestName), trendCell(m, doc, top));
+    row.append(outcomesCell(m, longestName), trendCell(m, doc, top, from));
     body.append(row);
   }
   if (!state.metrics.length) {
