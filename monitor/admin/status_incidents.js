@@ -73,7 +73,7 @@ function regressionBanner(r) {
       intervalSpan(r.statistic, r.lower, r.upper, "interval on after \u2212 before"),
       ...sinceParts(r.since),
       el("span", { "class": "sub" }, " \u00b7 service " + r.service + " "),
-      runbookLink(r.runbook_url)),
+      runbookLink(r.runbook_url), " ", worstTurnsButton(r.metric)),
     driverList(r.drivers, r.statistic), evidenceLine(r));
 }
 
@@ -87,7 +87,7 @@ function releaseBanner(service, c) {
          statValue("defect_rate", c.defect_rate_baseline) + " \u2192 " + statValue("defect_rate", c.defect_rate_candidate)),
       " ", intervalSpan("defect_rate", c.lower, c.upper, "anytime-valid interval on candidate \u2212 baseline"),
       el("span", { "class": "sub" }, " \u00b7 service " + service + " \u00b7 n " + c.n_baseline + " vs " + c.n_candidate + " "),
-      runbookLink(c.runbook_url)),
+      runbookLink(c.runbook_url), " ", worstTurnsButton(c.metric)),
     driverList(c.drivers, "defect_rate"));
 }
 
@@ -99,6 +99,27 @@ function renderIncidents() {
   items.push(...incidents.releases.map(([service, c]) => releaseBanner(service, c)));
   area.replaceChildren(...items);
   area.hidden = !items.length;
+  markIncidentRows();
+}
+
+// The metrics table's rows of the metrics in the banner are marked, so the eye goes from the
+// banner to the row's numbers and trend.
+function markIncidentRows() {
+  const metrics = new Set([...incidents.regressions.map(r => r.metric), ...incidents.releases.map(([, c]) => c.metric)]);
+  for (const row of document.querySelectorAll("#rates tr[data-metric]")) {
+    row.classList.toggle("incident-row", metrics.has(row.dataset.metric));
+  }
+}
+
+// From the banner straight to the turns that show it.
+function worstTurnsButton(metric) {
+  const button = el("button", { "type": "button", "data-field": "show-turns", "data-filter": metric },
+                    "worst turns");
+  button.addEventListener("click", () => {
+    setMetric(metric);
+    document.getElementById("worst").scrollIntoView();
+  });
+  return button;
 }
 
 function renderRegressions(doc) {

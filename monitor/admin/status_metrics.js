@@ -142,4 +142,5 @@ function renderSummary(doc) {
                                                    ...offLine(doc, off));
   document.getElementById("worst-window").textContent = longestName ? "last " + longestName : "";
   renderFilter();
+  markIncidentRows();
 }
