@@ -78,7 +78,9 @@ class FleetConfig(BaseModel):
     max_batch_wait_seconds: float = Field(
         1.0, ge=0.02, le=5, description="how long a decision batch may gather turns when traffic is light (the "
                                          "window doubles after each small batch up to this, and falls back to 20 ms "
-                                         "after a large one): fewer Redis round trips, later decisions")
+                                         "after a large one): fewer Redis round trips, later decisions (a first "
+                                         "turn waits up to two windows: its lookup rides with one batch, its "
+                                         "proposal with the next)")
     max_pending_decisions: int = Field(
         10_000, gt=0, description="turns waiting for the fleet's decision; past it a turn is decided locally "
                                   "and counted")

@@ -2,21 +2,30 @@
 
 The evaluation stage hands each assembled turn to :meth:`FleetDecider.submit`, which never waits:
 a conversation this replica already knows is delivered at once from the sampling stage's cache;
-any other goes into a bounded queue. A task takes the queue in batches and settles each batch in
-at most two Redis round trips:
+any other goes into a bounded queue. A task takes the queue in batches; each batch costs **one**
+Redis round trip, a script that does two things in order:
 
-1. **lookup** (one script): the stored decision of every conversation in the batch, its TTL
-   refreshed (a decision lives as long as its conversation keeps talking);
-2. **propose** (one script), for the conversations nobody has decided: this replica draws with its
-   own policy tree (probabilities from the fleet's arrivals) and proposes; the script stores each
-   proposal with ``SET NX`` and counts the fleet's arrivals and post-stratification cells for the
-   proposals that won. A proposal that lost a race (another replica decided between the two round
-   trips) is replaced by the winner's decision and counted.
+1. **propose** the previous batch's draws: for the conversations the previous round trip found
+   undecided, this replica drew with its own policy tree (probabilities from the fleet's arrivals);
+   the script stores each proposal with ``SET NX`` and counts the fleet's arrivals and
+   post-stratification cells for the proposals that won. A proposal that lost a race (another
+   replica decided meanwhile) is replaced by the winner's decision and counted;
+2. **look up** this batch's conversations: the stored decision of each, its TTL refreshed (a
+   decision lives as long as its conversation keeps talking). Those nobody decided are drawn now,
+   in the order of their uniforms, and proposed with the next round trip.
 
-When Redis is away (``FleetLink`` degraded) the batch is decided here alone, weighted by this
-replica's own counts (``L`` cells), and those decisions are written back with ``SET NX`` when Redis
-answers again, so the conversation's later turns elsewhere follow them. Overload (the queue full)
-decides locally too, counted: an accepted turn is never dropped for want of a decision.
+Drawing only after the lookup keeps the caps honest: a conversation another replica decided never
+spends this replica's rate limit or budget. Proposing with the next batch instead of at once halves
+the round trips, which is what the fleet's CPU cost follows (``benchmarks/README-fleet.md``); the
+price is that a first turn waits up to two gathering windows (``fleet.max_batch_wait_seconds``
+each, off the ingest path) and that a race is possible for that long. The replica's heartbeat
+rides on the same script when it is due (``FleetLink.heartbeat_rider``).
+
+When Redis is away (``FleetLink`` degraded) the conversations in flight are decided here alone,
+weighted by this replica's own counts (``L`` cells), and those decisions are written back with
+``SET NX`` when Redis answers again, so the conversation's later turns elsewhere follow them.
+Overload (the queue full) decides locally too, counted: an accepted turn is never dropped for want
+of a decision.
 """
 
 from __future__ import annotations
@@ -25,10 +34,10 @@ import asyncio
 import json
 import logging
 from collections import OrderedDict, deque
-from dataclasses import replace
-from typing import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Callable
 
-from monitor.fleet.link import FleetLink
+from monitor.fleet.link import HEARTBEAT_LUA, FleetLink
 from monitor.fleet.traffic import TRAFFIC_TTL_SECONDS, FleetTraffic
 from monitor.model import SamplingDecision, Turn
 from monitor.telemetry import Telemetry, counter
@@ -51,41 +60,31 @@ FLEET_DECISIONS = counter(
 
 _BATCH = 512
 # How long a batch gathers the rest of a burst: short while batches are large; doubled after each
-# small one up to fleet.max_batch_wait_seconds (a quiet replica would otherwise pay two round trips
+# small one up to fleet.max_batch_wait_seconds (a quiet replica would otherwise pay a round trip
 # for every few conversations: the fleet's cost follows round trips, benchmarks/README-fleet.md).
 _GATHER_SECONDS = 0.02
 _SMALL_BATCH = 16
 _SEP = "\x1f"
 
-# KEYS: decision keys. ARGV[1]: TTL in ms. Returns each stored decision or "" (none), TTL refreshed.
-_LOOKUP = """
-local out = {}
-for i = 1, #KEYS do
-  local v = redis.call('GET', KEYS[i])
-  if v then
-    redis.call('PEXPIRE', KEYS[i], ARGV[1])
-    out[i] = v
-  else
-    out[i] = ''
-  end
-end
-return out
-"""
-
-# KEYS[1]: the interval's traffic hash; KEYS[2..]: decision keys. ARGV[1]: TTL ms; ARGV[2]: traffic TTL s;
-# then per proposal: decision JSON, cell ("" when 1/p is final), outcome, nodes joined by \\31.
-# Returns "" where the proposal won, else the decision already stored.
-_PROPOSE = """
-local out = {}
+# KEYS[1]: the proposals' interval traffic hash; KEYS[2]: the replicas' heartbeat set; KEYS[3 .. 2+P]:
+# proposals' decision keys; KEYS[3+P ..]: lookups' decision keys. ARGV[1]: TTL ms; ARGV[2]: traffic
+# TTL s; ARGV[3]: P; ARGV[4], ARGV[5]: heartbeat replica id ("" for none) and alive seconds; then per
+# proposal: decision JSON, cell ("" when 1/p is final), outcome, nodes joined by \31.
+# Returns {proposals: "" where it won, else the decision stored; lookups: decision or ""; heartbeat}.
+_EXCHANGE = HEARTBEAT_LUA + """
+local ttl = ARGV[1]
+local count = tonumber(ARGV[3])
 local traffic = KEYS[1]
-for i = 2, #KEYS do
-  local base = 3 + (i - 2) * 4
-  local existing = redis.call('GET', KEYS[i])
+local proposed, looked, beat = {}, {}, {}
+for i = 1, count do
+  local key = KEYS[2 + i]
+  local base = 6 + (i - 1) * 4
+  local existing = redis.call('GET', key)
   if existing then
-    out[i - 1] = existing
+    proposed[i] = existing
   else
-    redis.call('SET', KEYS[i], ARGV[base], 'PX', ARGV[1])
-    out[i - 1] = ''
+    redis.call('SET', key, ARGV[base], 'PX', ttl)
+    proposed[i] = ''
     local cell = ARGV[base + 1]
     local outcome = ARGV[base + 2]
     if cell ~= '' then
@@ -98,8 +97,18 @@ for i = 2, #KEYS do
     end
   end
 end
-redis.call('EXPIRE', traffic, ARGV[2])
-return out
+if count > 0 then redis.call('EXPIRE', traffic, ARGV[2]) end
+for i = 3 + count, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if v then
+    redis.call('PEXPIRE', KEYS[i], ttl)
+    looked[#looked + 1] = v
+  else
+    looked[#looked + 1] = ''
+  end
+end
+if ARGV[4] ~= '' then beat = heartbeat(KEYS[2], ARGV[4], ARGV[5]) end
+return {proposed, looked, beat}
 """
 
 # KEYS: decision keys; ARGV[1]: TTL ms; ARGV[2..]: decisions. SET NX each (write-back after an outage).
@@ -110,6 +119,14 @@ for i = 1, #KEYS do
 end
 return stored
 """
+
+
+@dataclass(frozen=True, slots=True)
+class _Proposal:
+    key: str
+    decision: SamplingDecision
+    outcome: str
+    nodes: list[str]
 
 
 def encode_decision(decision: SamplingDecision) -> str:
@@ -141,18 +158,23 @@ class FleetDecider:
         self._max_pending = max_pending
         self._max_bytes = max_pending_bytes
         self._max_wait = max(_GATHER_SECONDS, max_batch_wait_seconds)
-        self._bytes = 0
+        self._bytes = 0  # text bytes of the turns queued or in flight
         self._queue: deque[tuple[Turn, Deliver]] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._current: deque[tuple[Turn, Deliver]] = deque()  # the batch's turns not delivered yet
+        self._current: deque[tuple[Turn, Deliver]] = deque()  # the batch's turns not placed yet
+        # Turns whose conversation is being decided (looked up, or drawn and proposed next), by conversation.
+        self._in_flight: OrderedDict[str, list[tuple[Turn, Deliver]]] = OrderedDict()
+        self._held = 0  # turns in _in_flight
+        self._proposals: list[_Proposal] = []  # drawn after the last lookup, sent with the next round trip
+        self._proposal_interval = 0  # the interval the proposals' cells were named with
         self._gather = _GATHER_SECONDS
         self._alone: OrderedDict[str, str] = OrderedDict()  # decided alone, to write back (bounded)
         link.on_recovery(self.write_back)
 
     @property
     def pending(self) -> int:
-        return len(self._queue)
+        return len(self._queue) + self._held
 
     def submit(self, turn: Turn, deliver: Deliver) -> None:
         """Deliver ``turn``'s decision now (known conversation) or after the fleet's answer. Never waits."""
@@ -161,7 +183,7 @@ class FleetDecider:
             deliver(turn, self._stage.decide(turn))
             return
         size = turn.text_bytes
-        if self._task is None or len(self._queue) >= self._max_pending or self._bytes + size > self._max_bytes:
+        if self._task is None or self.pending >= self._max_pending or self._bytes + size > self._max_bytes:
             self._telemetry.add(FLEET_DECISIONS, source="overload")
             deliver(turn, self._decide_alone(turn))
             return
@@ -185,69 +207,81 @@ class FleetDecider:
         while True:
             if not self._queue:
                 self._wake.clear()
-                await self._wake.wait()
-                # Let the rest of a burst arrive (an OTLP batch assembles within a few ms): drawn
-                # together, a burst is drawn in the uniforms' order (see _resolve).
+                if not self._proposals:
+                    await self._wake.wait()
+                # Let the rest of a burst arrive (an OTLP batch assembles within a few ms; drawn
+                # together, a burst is drawn in the uniforms' order, see _exchange), and give waiting
+                # proposals a batch to ride with.
                 await asyncio.sleep(self._gather)
             batch = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
             self._current = deque(batch)
-            self._bytes -= sum(turn.text_bytes for turn, _ in batch)
             self._gather = (min(self._max_wait, self._gather * 2) if len(batch) < _SMALL_BATCH else _GATHER_SECONDS)
             try:
-                await self._settle(batch)
+                await self._cycle()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # a bug here must not strand the batch: decide what is left alone
+            except Exception:  # a bug here must not strand turns: decide what is in flight alone
                 log.exception("fleet: deciding a batch failed; decided locally")
+                self._proposals = []
                 while self._current:
                     turn, deliver = self._current.popleft()
-                    deliver(turn, self._decide_alone(turn))
+                    self._hold(conversation_key(turn), turn, deliver)
+                for key in list(self._in_flight):
+                    self._settle_alone(key)
 
-    async def _settle(self, batch: list[tuple[Turn, Deliver]]) -> None:
-        unknown: OrderedDict[str, Turn] = OrderedDict()
-        for turn, _ in batch:
-            key = conversation_key(turn)
-            if self._stage.cached(key) is None and key not in unknown:
-                unknown[key] = turn
-        if unknown and self._link.healthy:
-            await self._resolve(unknown)
-        for key, turn in unknown.items():
-            if self._stage.cached(key) is None:  # Redis away: alone
-                self._telemetry.add(FLEET_DECISIONS, source="local")
-                self._decide_alone(turn)
+    def _hold(self, key: str, turn: Turn, deliver: Deliver) -> bool:
+        """Put ``turn`` in flight; True when its conversation was not in flight yet."""
+        waiting = self._in_flight.get(key)
+        self._held += 1
+        if waiting is None:
+            self._in_flight[key] = [(turn, deliver)]
+            return True
+        waiting.append((turn, deliver))
+        return False
+
+    async def _cycle(self) -> None:
+        lookups: list[str] = []
         while self._current:
             turn, deliver = self._current.popleft()
             key = conversation_key(turn)
-            # Cached now: the same decision for every turn. The first turn of a conversation settled
-            # here was already reported to the policies (adopt/decide); later ones are reported now.
-            first = unknown.pop(key, None) is turn
-            decision = self._stage.cached(key) if first else None
-            deliver(turn, decision if decision is not None else self._stage.decide(turn))
-
-    async def _resolve(self, unknown: OrderedDict[str, Turn]) -> None:
-        keys = list(unknown)
-        redis_keys = [self._link.key("decision", k) for k in keys]
-        stored = await self._link.script(_LOOKUP, redis_keys, [self._ttl_ms])
-        if stored is None:
+            if self._stage.cached(key) is not None:  # decided since it was queued
+                self._bytes -= turn.text_bytes
+                deliver(turn, self._stage.decide(turn))
+            elif self._hold(key, turn, deliver):
+                lookups.append(key)
+        proposals, self._proposals = self._proposals, []
+        if not lookups and not proposals:
             return
-        proposals: list[tuple[str, SamplingDecision, str, list[str]]] = []
+        reply = await self._exchange(proposals, lookups) if self._link.healthy else None
+        if reply is None:  # Redis away: what is in flight for these conversations is decided alone
+            for key in [p.key for p in proposals] + lookups:
+                self._settle_alone(key)
+            return
+        proposed, looked, beat = reply
+        if beat:
+            self._link.heartbeat_answered(beat)
+        self._settle_proposals(proposals, proposed)
         fresh: list[str] = []
-        for key, text in zip(keys, stored):
+        for key, text in zip(lookups, looked):
             known = decode_decision(text) if text else None
-            if known is not None:
-                self._stage.adopt(key, known, first=False)
-                self._telemetry.add(FLEET_DECISIONS, source="fleet")
-            else:
+            if known is None:
                 fresh.append(key)
-        # A batch is drawn in the order of the conversations' uniforms, not of arrival: when a cap
-        # sheds part of a burst, what it keeps is then a random part of it. Arrival order within a
-        # burst is not (in a fleet, the conversations a replica sees first are those whose turns did
-        # not reach the others' earlier batches: short ones), and post-stratification needs the kept
-        # to be like the shed.
+                continue
+            self._stage.adopt(key, known, first=False)
+            self._telemetry.add(FLEET_DECISIONS, source="fleet")
+            self._release(key)
+        self._draw(fresh)
+
+    def _draw(self, fresh: list[str]) -> None:
+        """Draw for the conversations nobody decided; they are proposed with the next round trip."""
+        # In the order of the conversations' uniforms, not of arrival: when a cap sheds part of a
+        # burst, what it keeps is then a random part of it. Arrival order within a burst is not (in a
+        # fleet, the conversations a replica sees first are those whose turns did not reach the
+        # others' earlier batches: short ones), and post-stratification needs the kept to be like the shed.
         fresh.sort(key=self._stage.uniform)
         interval = self._traffic.interval()
         for key in fresh:
-            result = self._stage.draw(unknown[key])
+            result = self._stage.draw(self._in_flight[key][0][0])
             decision = result.decision
             if decision.cell is not None:
                 # Per replica: each replica's cap sheds at its own rate, and which replica decides a
@@ -258,32 +292,55 @@ class FleetDecider:
             else:
                 decision = replace(decision, cell=None)
             nodes = result.plan.nodes() if result.plan is not None else []
-            proposals.append((key, decision, result.outcome, nodes))
-        if not proposals:
-            return
-        await self._propose(proposals, interval)
+            self._proposals.append(_Proposal(key, decision, result.outcome, nodes))
+        self._proposal_interval = interval
 
-    async def _propose(self, proposals: list[tuple[str, SamplingDecision, str, list[str]]], interval: int) -> None:
+    async def _exchange(self, proposals: list[_Proposal], lookups: list[str]) -> Any:
+        """One round trip: store ``proposals``, look ``lookups`` up, beat when due. None: Redis away."""
         # The interval the cells were named with: their counts must land in that interval's hash.
-        keys = [self._traffic.key(interval)] + [self._link.key("decision", p[0]) for p in proposals]
-        args: list[str] = [self._ttl_ms, str(TRAFFIC_TTL_SECONDS)]
-        for _, decision, outcome, nodes in proposals:
+        rider = self._link.heartbeat_rider()
+        beat_key, beat_args = rider if rider is not None else (self._link.key("replicas"), ["", "0"])
+        keys = [self._traffic.key(self._proposal_interval), beat_key]
+        keys += [self._link.key("decision", p.key) for p in proposals]
+        keys += [self._link.key("decision", k) for k in lookups]
+        args: list[str] = [self._ttl_ms, str(TRAFFIC_TTL_SECONDS), str(len(proposals)), *beat_args]
+        for proposal in proposals:
             cell = ""
-            if decision.cell is not None:
-                _, _, rest = decision.cell.split("/", 2)  # "<p>/<node>" within the interval's hash
-                cell = rest
-            args += [encode_decision(decision), cell, outcome, _SEP.join(nodes)]
-        replies = await self._link.script(_PROPOSE, keys, args)
-        if replies is None:
-            return  # Redis went away between the round trips: these conversations are decided alone
-        for (key, decision, _, _), reply in zip(proposals, replies):
-            winner = decode_decision(reply) if reply else None
+            if proposal.decision.cell is not None:
+                _, _, cell = proposal.decision.cell.split("/", 2)  # "<p>/<node>" within the interval's hash
+            args += [encode_decision(proposal.decision), cell, proposal.outcome, _SEP.join(proposal.nodes)]
+        return await self._link.script(_EXCHANGE, keys, args)
+
+    def _settle_proposals(self, proposals: list[_Proposal], replies: list[str]) -> None:
+        for proposal, text in zip(proposals, replies):
+            winner = decode_decision(text) if text else None
             if winner is None:
-                self._stage.adopt(key, decision, first=True)
+                self._stage.adopt(proposal.key, proposal.decision, first=True)
                 self._telemetry.add(FLEET_DECISIONS, source="own")
             else:
-                self._stage.adopt(key, winner, first=False)
+                self._stage.adopt(proposal.key, winner, first=False)
                 self._telemetry.add(FLEET_DECISIONS, source="race")
+            self._release(proposal.key)
+
+    def _release(self, key: str) -> None:
+        """Deliver the turns in flight for ``key``, whose decision is cached now."""
+        waiting = self._in_flight.pop(key, None) or []
+        self._held -= len(waiting)
+        for index, (turn, deliver) in enumerate(waiting):
+            self._bytes -= turn.text_bytes
+            # The first turn was already reported to the policies (adopt); later ones are reported now.
+            decision = self._stage.cached(key) if index == 0 else None
+            deliver(turn, decision if decision is not None else self._stage.decide(turn))
+
+    def _settle_alone(self, key: str) -> None:
+        waiting = self._in_flight.get(key)
+        if not waiting:
+            self._in_flight.pop(key, None)
+            return
+        if self._stage.cached(key) is None:
+            self._telemetry.add(FLEET_DECISIONS, source="local")
+            self._decide_alone(waiting[0][0])
+        self._release(key)
 
     async def write_back(self) -> None:
         """Store the decisions taken alone during an outage (``SET NX``: the fleet's first wins)."""
@@ -304,23 +361,38 @@ class FleetDecider:
             self._task = asyncio.create_task(self._run(), name="rag-monitor-fleet-decisions")
 
     async def drain(self, deadline: float | None = None) -> None:
-        """Stop batching; decide what is still queued here, alone (shutdown: nothing accepted is lost).
-        The batch task is given until ``deadline`` (a ``loop.time()``; at most a second) to stop."""
+        """Stop batching; store the last proposals when Redis answers in time, and decide what is still
+        queued or in flight here, alone (shutdown: nothing accepted is lost). The batch task and the
+        last round trip are given until ``deadline`` (a ``loop.time()``; at most a second each)."""
         task, self._task = self._task, None
+        loop = asyncio.get_running_loop()
+
+        def limit() -> float:
+            return 1.0 if deadline is None else min(1.0, max(0.0, deadline - loop.time()))
+
         if task is not None:
             task.cancel()
-            loop = asyncio.get_running_loop()
-            limit = 1.0 if deadline is None else min(1.0, max(0.0, deadline - loop.time()))
-            await asyncio.wait([task], timeout=limit)
-        # What the cut-off batch had not delivered yet (delivery pops as it goes), then the queue.
-        self._queue.extendleft(reversed(self._current))
-        self._current = deque()
-        self._bytes = 0
+            await asyncio.wait([task], timeout=limit())
+        # What the cut-off batch had not placed yet (placing pops as it goes) goes in flight.
+        while self._current:
+            turn, deliver = self._current.popleft()
+            self._hold(conversation_key(turn), turn, deliver)
+        # Drawn already: proposed to the fleet so the conversation's other turns elsewhere follow it.
+        proposals, self._proposals = self._proposals, []
+        if proposals and self._link.healthy and limit() > 0:
+            try:
+                reply = await asyncio.wait_for(self._exchange(proposals, []), limit())
+            except TimeoutError:
+                reply = None
+            if reply is not None:
+                self._settle_proposals(proposals, reply[0])
+        for key in list(self._in_flight):
+            self._settle_alone(key)
         while self._queue:
             turn, deliver = self._queue.popleft()
             self._telemetry.add(FLEET_DECISIONS, source="local")
             deliver(turn, self._decide_alone(turn))
+        self._bytes = 0
 
     async def shutdown(self, deadline: float | None = None) -> None:
         await self.drain(deadline)
-

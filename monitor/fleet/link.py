@@ -10,7 +10,9 @@ Callers never see an exception from the link: they get ``None`` and fall back to
 The link also keeps the replica's heartbeat (a sorted set of replica ids scored by the Redis
 server's clock), from which :attr:`FleetLink.fleet_size` — the replicas seen within three
 heartbeats — is read. The last size seen survives an outage: ``local_share`` divides budgets by it
-(by ``fleet.replicas_hint`` when none was ever seen).
+(by ``fleet.replicas_hint`` when none was ever seen). A busy replica's heartbeat rides on its
+decision scripts (:meth:`FleetLink.heartbeat_rider`, :data:`HEARTBEAT_LUA`); the heartbeat task
+only beats on its own when none rode for a whole period: each round trip costs the sidecar CPU.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from redis.exceptions import RedisError
 from monitor.fleet.config import FleetConfig
 from monitor.telemetry import Telemetry, counter
 
-__all__ = ["FleetLink", "FLEET_REDIS_ERRORS", "FLEET_DEGRADED_EVENTS"]
+__all__ = ["FleetLink", "FLEET_REDIS_ERRORS", "FLEET_DEGRADED_EVENTS", "HEARTBEAT_LUA"]
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +46,20 @@ FLEET_DEGRADED_EVENTS = counter(
 # Heartbeats older than this many periods do not count toward the fleet size.
 _ALIVE_PERIODS = 3.0
 
-_HEARTBEAT = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
-redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2]) * 2000))
-return {redis.call('ZCARD', KEYS[1]), tostring(now)}
+HEARTBEAT_LUA = """
+local function heartbeat(key, replica, alive_seconds)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+  redis.call('ZADD', key, now, replica)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - tonumber(alive_seconds))
+  redis.call('PEXPIRE', key, math.ceil(tonumber(alive_seconds) * 2000))
+  return {redis.call('ZCARD', key), tostring(now)}
+end
 """
+"""A Lua function ``heartbeat(key, replica, alive_seconds)`` returning ``{replicas alive, server time}``:
+prepended to any script that carries the heartbeat (see :meth:`FleetLink.heartbeat_rider`)."""
+
+_HEARTBEAT = HEARTBEAT_LUA + "return heartbeat(KEYS[1], ARGV[1], ARGV[2])\n"
 
 
 class FleetLink:
@@ -75,6 +83,7 @@ class FleetLink:
         self._heart: asyncio.Task[None] | None = None
         self._fleet_size: int | None = None
         self._server_offset = 0.0  # Redis server clock minus ours, from the last heartbeat
+        self._last_beat = -float("inf")  # monotonic time of the last heartbeat Redis answered
         self._on_recovery: list[Callable[[], Awaitable[None]]] = []
         self._scripts: dict[str, tuple[aioredis.Redis, Any]] = {}
 
@@ -192,17 +201,39 @@ class FleetLink:
 
     # -- heartbeat -------------------------------------------------------------------------
 
+    def heartbeat_rider(self) -> tuple[str, list[str]] | None:
+        """``(key, [replica, alive_seconds])`` for a script to call ``heartbeat`` with when half a
+        period has passed since the last beat (else None); its reply goes to :meth:`heartbeat_answered`."""
+        if time.monotonic() - self._last_beat < self.config.heartbeat_seconds / 2:
+            return None
+        return self.key("replicas"), [self.replica_id, str(self.config.heartbeat_seconds * _ALIVE_PERIODS)]
+
+    def heartbeat_answered(self, reply: Any) -> None:
+        """Take a heartbeat's reply (``{replicas alive, server time}``), from any script."""
+        try:
+            size, server_now = max(1, int(reply[0])), float(reply[1])
+        except (TypeError, ValueError, IndexError):
+            return
+        self._fleet_size = size
+        self._server_offset = server_now - time.time()
+        self._last_beat = time.monotonic()
+
     async def _beat(self) -> None:
-        period = self.config.heartbeat_seconds
-        reply = await self.script(_HEARTBEAT, [self.key("replicas")], [self.replica_id, str(period * _ALIVE_PERIODS)])
+        key, args = self.key("replicas"), [self.replica_id, str(self.config.heartbeat_seconds * _ALIVE_PERIODS)]
+        reply = await self.script(_HEARTBEAT, [key], args)
         if reply is not None:
-            self._fleet_size = max(1, int(reply[0]))
-            self._server_offset = float(reply[1]) - time.time()
+            self.heartbeat_answered(reply)
 
     async def _heartbeat(self) -> None:
+        period = self.config.heartbeat_seconds
         while True:
-            await self._beat()
-            await asyncio.sleep(self.config.heartbeat_seconds)
+            # A beat that rode on a decision script within the period stands for this one.
+            since = time.monotonic() - self._last_beat
+            if since >= period * 0.95:
+                await self._beat()
+                await asyncio.sleep(period)
+            else:
+                await asyncio.sleep(period - since)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -51,8 +51,10 @@ class FleetTraffic:
         self._telemetry = telemetry
         self.interval_seconds = interval_seconds
         # Everything of an interval has landed once the slowest decision of it could have: a
-        # decision's interval is named just before its script runs, within fleet.timeout_seconds.
-        self.grace = link.config.timeout_seconds + link.config.sync_seconds + 0.5
+        # decision's interval is named when it is drawn, and its proposal rides with the next batch
+        # (within fleet.max_batch_wait_seconds) in a script bounded by fleet.timeout_seconds.
+        config = link.config
+        self.grace = config.max_batch_wait_seconds + config.timeout_seconds + config.sync_seconds + 0.5
         self._horizon = max(interval_seconds, horizon_seconds)
         self._settle = settle_seconds
         self._final: dict[int, dict[str, int]] = {}

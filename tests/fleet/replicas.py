@@ -45,7 +45,8 @@ class Replica:
         self.ledger = CellLedger(sampling.weight_interval_seconds)
         self.stage = SamplingStage(build_sampler(sampling, time.time, shared=self.traffic), ledger=self.ledger)
         self.decider = FleetDecider(self.stage, self.link, self.traffic, self.telemetry, ttl_seconds=3600,
-                                    max_pending=config.max_pending_decisions)
+                                    max_pending=config.max_pending_decisions,
+                                    max_batch_wait_seconds=config.max_batch_wait_seconds)
 
     def deliver(self, t: Turn, decision: SamplingDecision) -> None:
         self.delivered.append((t, decision))
