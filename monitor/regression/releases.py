@@ -158,7 +158,10 @@ class ServiceVersions:
 
         Buckets older than the one before the latest observation no longer change, so their
         pooled sums are kept and only newer buckets are added on each call: a report every
-        scrape costs O(new buckets), not O(history).
+        scrape costs O(new buckets), not O(history). Each closed bucket is one look of the
+        confidence sequence, intersected into the comparison's running bounds: the looks depend
+        on the data only, so replicas fed the same evaluations report the same bounds whenever
+        (and however often) they are asked.
         """
         start = int(candidate.activated_at // self._config.release_bucket_seconds)
         closed = int(self._latest // self._config.release_bucket_seconds) - 1
@@ -170,7 +173,8 @@ class ServiceVersions:
             if mode == "adjacent":
                 cached.baseline = _latest_before(base, start, self._config.adjacent_baseline_evaluations)
         for k in range(cached.upto, closed):
-            cached.add(k, cand, base, mode == "canary")
+            if cached.add(k, cand, base, mode == "canary"):
+                cached.look(self._boundary, self._config.min_evaluations)
         cached.upto = max(cached.upto, closed)
         out = cached.copy()
         for k in sorted(key for key in cand.buckets if key >= out.upto):
@@ -183,10 +187,11 @@ class ServiceVersions:
         cfg = self._config
         enough_def = c_def.n >= cfg.min_evaluations and b_def.n >= cfg.min_evaluations
         enough_score = c_score.n >= cfg.min_evaluations and b_score.n >= cfg.min_evaluations
+        # The open buckets are a look too, but not remembered: see _pooled.
         running = self._cache[metric]
-        d = running.defect_bounds.update(
+        d = running.defect_bounds.peek(
             difference_interval(c_def, b_def, self._boundary, binary=True) if enough_def else None)
-        s = running.score_bounds.update(
+        s = running.score_bounds.peek(
             difference_interval(c_score, b_score, self._boundary, binary=False) if enough_score else None)
         rate_b, rate_c = b_def.mean(), c_def.mean()
         difference = None if rate_b is None or rate_c is None else rate_c - rate_b
@@ -230,18 +235,27 @@ class _Pooled:
         self.defect_bounds = RunningIntersection()
         self.score_bounds = RunningIntersection()
 
-    def add(self, key: int, cand: _VersionMetric, base: _VersionMetric, matched: bool) -> None:
+    def add(self, key: int, cand: _VersionMetric, base: _VersionMetric, matched: bool) -> bool:
+        """Pool bucket ``key``; False when it adds nothing."""
         c = cand.buckets.get(key)
         if c is None:
-            return
+            return False
         if matched:
             b = base.buckets.get(key)
             if b is None:
-                return  # a canary is compared on the minutes both versions answered only
+                return False  # a canary is compared on the minutes both versions answered only
             self.baseline[0].merge(b.defect)
             self.baseline[1].merge(b.score)
         self.candidate[0].merge(c.defect)
         self.candidate[1].merge(c.score)
+        return True
+
+    def look(self, boundary: MixtureBoundary, min_evaluations: int) -> None:
+        """Intersect the intervals of the sums so far into the running bounds."""
+        for bounds, c, b, binary in ((self.defect_bounds, self.candidate[0], self.baseline[0], True),
+                                     (self.score_bounds, self.candidate[1], self.baseline[1], False)):
+            if c.n >= min_evaluations and b.n >= min_evaluations:
+                bounds.update(difference_interval(c, b, boundary, binary=binary))
 
     def copy(self) -> _Pooled:
         out = _Pooled(self.signature, self.upto)

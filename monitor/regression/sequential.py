@@ -158,13 +158,20 @@ class RunningIntersection:
         self._upper = math.inf
 
     def update(self, interval: Interval | None) -> Interval | None:
+        """Intersect ``interval`` into the running one and return the result."""
+        out = self.peek(interval)
+        if out is not None:
+            self._lower, self._upper = out.lower, out.upper
+        return out
+
+    def peek(self, interval: Interval | None) -> Interval | None:
+        """The intersection with ``interval``, leaving the running one as it was."""
         if interval is None:
             return None
         lower = max(self._lower, interval.lower)
         upper = min(self._upper, interval.upper)
         if lower > upper:
             lower, upper = interval.lower, interval.upper
-        self._lower, self._upper = lower, upper
         return Interval(interval.estimate, lower, upper)
 
 

@@ -213,3 +213,28 @@ def test_observation_rejects_nonsense() -> None:
         Observation(at=0.0, service="s", metric="m", version="v", score=1.5)
     with pytest.raises(ValueError):
         RegressionConfig(versions_per_service=1)
+
+
+def test_bounds_do_not_depend_on_when_they_are_asked() -> None:
+    """Replicas fed the same evaluations agree, whether asked every minute or once."""
+    often, clock_often = _engine()
+    once, _ = _engine()
+    rng = random.Random(9)
+    observations = []
+    t = 0.0
+    for hours, version, p in ((6.0, "v1", 0.05), (3.0, "v2", 0.09)):
+        end = t + hours * _HOUR
+        while (t := t + rng.expovariate(600.0 / _HOUR)) < end:
+            observations.append(Observation(at=t, service="chat", metric="m", version=version,
+                                            weight=rng.choice([1.0, 2.0]), defect=rng.random() < p))
+        t = end
+    asked = 0
+    for obs in observations:
+        often.observe(obs)
+        once.observe(obs)
+        if obs.at - asked >= 60.0:
+            asked = int(obs.at)
+            clock_often.now = obs.at
+            often.releases()
+    assert often.releases() == once.releases()
+    assert once.releases()[0].lower is not None
