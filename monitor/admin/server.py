@@ -247,8 +247,9 @@ class _ApiRoutes:
 class AdminServer:
     """Component. ``ready`` is a callable so readiness reflects the pipeline's live state.
 
-    ``summary`` (rolling defect rates), ``store`` (stored evaluations) and ``pipeline`` (the
-    counters' health) feed ``/api/*``; each may be None, and then its endpoints answer 503 with a
+    ``summary`` (rolling defect rates), ``store`` (stored evaluations), ``pipeline`` (the
+    counters' health) and ``releases`` (the release comparisons and the change detector) feed
+    ``/api/*``; each may be None, and then its endpoints answer 503 with a
     JSON error that the page shows. ``catalogue`` describes the configured metrics.
     ``telemetry`` counts refused API requests; ``clock`` (unix seconds) is for tests."""
 
