@@ -20,6 +20,7 @@ from monitor.assembly.config import AssemblyConfig, AttributeMapping
 from monitor.config_hints import bad_value, key_lines, suggest_key, suggest_tag, unknown_metric_ids, user_loc
 from monitor.errors import ConfigError
 from monitor.evaluation.config import EvaluationConfig
+from monitor.feedback.review_config import ReviewConfig
 from monitor.fleet.config import PASSWORD_ENV, FleetConfig
 from monitor.judge.config import JudgeConfig
 from monitor.net.addresses import is_loopback
@@ -55,6 +56,8 @@ class MonitorConfig(_Section):
         default_factory=RedactionConfig, description="personal data replaced before text leaves the process")
     regressions: RegressionsConfig = Field(
         default_factory=RegressionsConfig, description="release comparisons and the change detector")
+    review: ReviewConfig = Field(
+        default_factory=ReviewConfig, description="the review queue: which judged turns are offered to people")
     service_name: str = Field("rag-monitor", description="this process's own service.name")
     shutdown_deadline_seconds: float = Field(10.0, gt=0)
     log_level: str = Field("INFO", pattern="^(DEBUG|INFO|WARNING|ERROR)$")

@@ -1,0 +1,1 @@
+"""People's verdicts on judged turns: the review queue's draw and the verdicts themselves."""
