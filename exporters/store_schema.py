@@ -21,7 +21,8 @@ from exporters.labels import recorded_labels
 from exporters.turn_queries import encode_documents
 from monitor.model import EvaluationResult, Score
 
-__all__ = ["Column", "Table", "DIALECTS", "RESULT_COLUMNS", "SCORE_COLUMNS", "PENDING_COLUMNS", "TABLES",
+__all__ = ["Column", "Table", "DIALECTS", "RESULT_COLUMNS", "SCORE_COLUMNS", "PENDING_COLUMNS", "VERDICT_COLUMNS",
+           "TABLES",
            "SCHEMA_VERSION", "MIGRATIONS", "migrations", "INSERT_RESULT", "INSERT_SCORE", "insert_result",
            "insert_score", "result_values", "score_values", "cut", "finite"]
 
@@ -130,8 +131,24 @@ PENDING_COLUMNS: tuple[Column, ...] = (
     Column("lease_until", "time", since=4, nullable=True),
 )
 
+# People's verdicts on judged turns (monitor.feedback): one row per (trace, metric, reviewer), the
+# reviewer an opaque hash. Joined with ``scores`` by trace id and metric, never by row id: the
+# judge's result may be stored after the verdict.
+VERDICT_COLUMNS: tuple[Column, ...] = (
+    Column("id", "id", since=5),
+    Column("trace_id", "text", since=5),
+    Column("metric", "text", since=5),
+    Column("verdict", "text", since=5, nullable=True),
+    Column("value", "real", since=5, nullable=True),
+    Column("reviewer", "text", since=5),
+    Column("source", "text", since=5),
+    Column("at", "real", since=5),
+    Column("inclusion_probability", "real", since=5, nullable=True),
+)
+
 TABLES: tuple[Table, ...] = (Table("results", RESULT_COLUMNS), Table("scores", SCORE_COLUMNS),
-                             Table("pending", PENDING_COLUMNS, since=2))
+                             Table("pending", PENDING_COLUMNS, since=2),
+                             Table("human_verdicts", VERDICT_COLUMNS, since=5))
 
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS results_timestamp ON results(timestamp);
@@ -149,7 +166,11 @@ CREATE UNIQUE INDEX IF NOT EXISTS results_trace ON results(trace_id);
 CREATE UNIQUE INDEX IF NOT EXISTS scores_result_metric ON scores(result_id, metric);
 DROP INDEX IF EXISTS scores_result;
 CREATE INDEX IF NOT EXISTS pending_lease ON pending(lease_until)"""
-_EXTRA = {1: (_INDEXES,), 4: (_EXACTLY_ONCE,)}  # statements that are not tables or columns, by version
+_VERDICT_INDEXES = """
+CREATE UNIQUE INDEX IF NOT EXISTS human_verdicts_once ON human_verdicts(trace_id, metric, reviewer);
+CREATE INDEX IF NOT EXISTS human_verdicts_at ON human_verdicts(at)"""
+# Statements that are not tables or columns, by version.
+_EXTRA = {1: (_INDEXES,), 4: (_EXACTLY_ONCE,), 5: (_VERDICT_INDEXES,)}
 
 SCHEMA_VERSION = max(max(c.since for t in TABLES for c in t.columns), *_EXTRA)
 
