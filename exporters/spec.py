@@ -11,7 +11,7 @@ from __future__ import annotations
 from monitor.telemetry import Instrument
 
 __all__ = ["Instrument", "SCRAPE_TIME", "FLEET", "EVALUATION", "ROLLING", "JAILBREAK", "JUDGE", "SAMPLING",
-           "RELEASES", "SCORE_BUCKETS", "JUDGE_LATENCY_BUCKETS"]
+           "RELEASES", "AGREEMENT", "SCORE_BUCKETS", "JUDGE_LATENCY_BUCKETS"]
 
 # Native-scale scores: 0–1 metrics (F1, answer_relevance, precision…), 0–5 (answer_similarity)
 # and 1–5 rubric scores, 0–7 severities. Buckets are upper bounds; integers land on their bucket.
@@ -167,4 +167,27 @@ RELEASES: tuple[Instrument, ...] = (
                "it is a regression.", "gauge", _DETECTOR),
     Instrument("rag_monitor_regression_active", "1 while the change detector reports a regression of the statistic, "
                "else 0.", "gauge", _DETECTOR),
+)
+
+
+# Judge-vs-human agreement (monitor.feedback.metrics): people's verdicts joined with the judge's
+# scores of the same turns. The rate is computed from fleet-wide data (the shared store when there
+# is one), so every replica exports the same value: aggregate with max, not sum. The counter
+# rag_monitor_judge_agreement_total is self-telemetry (monitor.feedback.join), counted once per
+# verdict by the replica that received it.
+_AGREEMENT = ("metric", "judge_model")
+AGREEMENT: tuple[Instrument, ...] = (
+    Instrument("rag_monitor_judge_agreement_rate",
+               "Share of people's verdicts on the same side of the metric's defect rule as the judge's, weighted "
+               "back to the population by the review queue's inclusion probabilities where known (no sample: no "
+               "verdict joined yet).", "gauge", _AGREEMENT),
+    Instrument("rag_monitor_judge_agreement_rate_lower",
+               "Lower bound of the 95 % Wilson interval on the agreement rate (effective sample size under "
+               "weights).", "gauge", _AGREEMENT),
+    Instrument("rag_monitor_judge_agreement_rate_upper",
+               "Upper bound of the 95 % Wilson interval on the agreement rate: below the floor, the judge "
+               "disagrees with people more than allowed.", "gauge", _AGREEMENT),
+    Instrument("rag_monitor_judge_agreement_reviews",
+               "People's verdicts joined with a judge score that the agreement rate is computed from.",
+               "gauge", _AGREEMENT),
 )
