@@ -113,7 +113,11 @@ class RegressionEngine:
         return releases.metric_evaluations() if releases else {}
 
     def releases(self, now: float | None = None) -> list[ReleaseComparison]:
-        """Candidate vs baseline per (service, metric) for services with two versions."""
+        """Candidate vs baseline per (service, metric) for services with two versions.
+
+        The figures depend on the evaluations observed only (not on ``now`` nor on when or how
+        often this is called), so every replica fed the same data reports the same values.
+        """
         out: list[ReleaseComparison] = []
         for service in sorted(self._releases):
             out.extend(self._releases[service].comparisons(service))
