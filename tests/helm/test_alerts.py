@@ -34,6 +34,7 @@ LOOSE_GUARDS = {"alerts": {
     "judgeErrors": {"minRequests": 1},
     "judgeBudgetExhausted": {"minRequests": 1},
     "judgeCircuitOpen": {"minRequests": 1},
+    "judgeAgreement": {"minReviews": 1},
     "spansDropped": {"minSpans": 1},
     "evaluationQueueSaturated": {"minSampled": 1},
 }}
@@ -43,6 +44,7 @@ LOOSE_THRESHOLDS = {"alerts": {
     "releaseRegression": {"margin": -0.05},
     "judgeErrors": {"threshold": 0.01},
     "judgeBudgetExhausted": {"threshold": 0.01},
+    "judgeAgreement": {"floor": 0.8},
     "spansDropped": {"threshold": 0.001},
     "evaluationQueueSaturated": {"fillRatio": 0.4},
 }}
@@ -52,7 +54,7 @@ DETECTOR_ALERTS = {"RagMonitorQualityScoreRegressed", "RagMonitorQualityDefectRa
 # Alerts without a guard on a count: NoSpansReceived needs rag-monitor up for the whole window.
 WITHOUT_COUNT_GUARD = {"RagMonitorNoSpansReceived", *DETECTOR_ALERTS}
 # Alerts whose guard counts from a gauge: the candidate release's evaluations, not an increase.
-GAUGE_GUARD = {"RagMonitorReleaseRegressed"}
+GAUGE_GUARD = {"RagMonitorReleaseRegressed", "RagMonitorJudgeAgreementLow"}
 # Alerts without a numeric threshold in the chart: their silent case is a "silent:" test.
 WITHOUT_THRESHOLD = {"RagMonitorNoSpansReceived", "RagMonitorJudgeCircuitOpen", *DETECTOR_ALERTS}
 
@@ -92,7 +94,7 @@ def test_plain_rules_file_is_what_the_chart_renders() -> None:
 def test_every_alert_has_for_severity_runbook_and_a_guard() -> None:
     anchors = {"#" + m.lower() for m in re.findall(r"^## (RagMonitor\w+)$", RUNBOOKS.read_text(encoding="utf-8"), re.M)}
     rules = _rules(_default_groups())
-    assert len({r["alert"] for r in rules}) == 10
+    assert len({r["alert"] for r in rules}) == 11
     for rule in rules:
         name = rule["alert"]
         assert rule["for"] not in ("0s", "0m"), name
@@ -101,8 +103,8 @@ def test_every_alert_has_for_severity_runbook_and_a_guard() -> None:
         assert url.startswith("https://") and url[url.index("#"):] in anchors, name
         assert rule["annotations"]["summary"] and rule["annotations"]["description"], name
         if name in GAUGE_GUARD:
-            assert re.search(r"and on \([^)]*\)\s*\n\s*max by \([^)]*\) \(label_replace\(rag_monitor_release_evaluations",
-                             rule["expr"]), name
+            assert re.search(r"and on \([^)]*\)\s*\n\s*max by \([^)]*\) \((label_replace\(rag_monitor_release_evaluations"
+                             r"|rag_monitor_judge_agreement_reviews)", rule["expr"]), name
         elif name not in WITHOUT_COUNT_GUARD:
             assert re.search(r"and on \([^)]*\)\s*\n\s*sum by \([^)]*\) \(increase\(", rule["expr"]), name
         if name not in WITHOUT_COUNT_GUARD:

@@ -145,6 +145,20 @@ annotations:
        "summary" "{{ $labels.job }}: judge circuit breaker open"
        "description" (printf "On at least one replica the judge circuit breaker has not closed for %s (and at least %v judge calls were attempted): judge metrics are not being computed." $a.window $a.minRequests)) | nindent 2 }}
 {{- end }}
+{{- if $al.judgeAgreement.enabled }}
+{{- $a := $al.judgeAgreement }}
+{{- $agBy := join ", " (concat $al.groupBy (list "metric" "judge_model")) }}
+{{- /* Computed from the fleet's verdicts, so every replica exports the same figure: max joins them. */}}
+- alert: RagMonitorJudgeAgreementLow
+  expr: |-
+    max by ({{ $agBy }}) (rag_monitor_judge_agreement_rate_upper{{ include "rag-monitor.alerts.sel" (list $ctx) }}) < {{ $a.floor }}
+    and on ({{ $agBy }})
+    max by ({{ $agBy }}) (rag_monitor_judge_agreement_reviews{{ include "rag-monitor.alerts.sel" (list $ctx) }}) >= {{ $a.minReviews }}
+  for: {{ $a.for }}
+  {{- include "rag-monitor.alerts.meta" (dict "ctx" $ctx "a" $a "name" "RagMonitorJudgeAgreementLow"
+       "summary" "{{ $labels.metric }}: the judge {{ $labels.judge_model }} agrees with people at most {{ $value | humanizePercentage }} of the time"
+       "description" (printf "The 95%% interval on the share of human-reviewed turns where the judge {{ $labels.judge_model }} put {{ $labels.metric }} on the same side of the defect rule as the person has had its upper end below %v for %s, with at least %v reviews: the judge's numbers for this metric are not to be trusted. /api/agreement gives the rate per judge model; compare the prompt_version and judge_model labels of the evaluation series for a change." $a.floor $a.for $a.minReviews)) | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{- define "rag-monitor.alerts.pipelineGroup" -}}
