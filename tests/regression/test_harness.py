@@ -13,10 +13,12 @@ import pytest
 from tests.regression.harness import run_aa_week, run_release, run_shift
 
 
-@pytest.mark.parametrize(("rate", "seeds"), [(20.0, 3), (60.0, 2), (600.0, 1)])
-def test_at_most_one_false_alarm_per_week_of_no_change(rate: float, seeds: int) -> None:
+# 600/h seed 9: a week whose bound hovered near 0 for days (6 episodes before the intervals were
+# intersected over time; the one false release alarm of the benchmark's 10 weeks at 600/h).
+@pytest.mark.parametrize(("rate", "seeds"), [(20.0, (0, 1, 2)), (60.0, (0, 1)), (600.0, (0, 9))])
+def test_at_most_one_false_alarm_per_week_of_no_change(rate: float, seeds: tuple[int, ...]) -> None:
     """A/A weeks with a same-quality release every day and a same-quality canary on day 3."""
-    for seed in range(seeds):
+    for seed in seeds:
         result = run_aa_week(rate, seed)
         assert result.release_episodes <= 1, result
         assert result.time_episodes <= 1, result
