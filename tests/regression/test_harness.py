@@ -14,7 +14,7 @@ from tests.regression.harness import run_aa_week, run_release, run_shift
 
 
 # 600/h seed 9: a week whose bound hovered near 0 for days (6 episodes before the intervals were
-# intersected over time; the one false release alarm of the benchmark's 10 weeks at 600/h).
+# intersected over time; one of the two false release alarms in the benchmark's 10 weeks at 600/h).
 @pytest.mark.parametrize(("rate", "seeds"), [(20.0, (0, 1, 2)), (60.0, (0, 1)), (600.0, (0, 9))])
 def test_at_most_one_false_alarm_per_week_of_no_change(rate: float, seeds: tuple[int, ...]) -> None:
     """A/A weeks with a same-quality release every day and a same-quality canary on day 3."""
