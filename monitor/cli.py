@@ -1,7 +1,7 @@
 """The ``rag-monitor`` command. Only this module exits the process.
 
 Exit codes: 0 ok, 1 runtime failure (e.g. a port in use), 2 invalid configuration or usage,
-3 ``eval --fail-under`` not met, 130 forced stop by a second signal.
+3 ``eval`` or ``calibrate --fail-under`` not met, 130 forced stop by a second signal.
 """
 
 from __future__ import annotations
@@ -283,6 +283,43 @@ def eval_(data: Path, config_path: str | None, metrics: str | None, judge_base_u
         code = run(config, request)
     except (ConfigError, DatasetError) as exc:
         click.echo(f"rag-monitor eval: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+    sys.exit(code)
+
+
+@main.command("calibrate")
+@click.argument("labels", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="YAML config: judge and evaluation sections (env RAG_MONITOR_CONFIG).")
+@click.option("--metrics", default=None, metavar="A,B,C", help="Metric ids to calibrate (default: every labelled one).")
+@_judge_options
+@click.option("--compare-config", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="B.yaml",
+              help="Judge the same rows with this config's judge and evaluation sections too, and report the difference.")
+@click.option("--fail-under", multiple=True, metavar="METRIC=KAPPA",
+              help="Exit 3 when METRIC's kappa is below KAPPA, or undefined (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the table.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the JSON report here.")
+def calibrate(labels: Path, config_path: str | None, metrics: str | None, judge_base_url: str | None,
+              judge_model: str | None, judge_api_key_env: str | None, concurrency: int | None,
+              compare_config: Path | None, fail_under: tuple[str, ...], as_json: bool, out: Path | None) -> None:
+    """Judge LABELS (eval rows with a "labels" object of people's verdicts or values) and report
+    the judge's agreement with them per metric: agreement, kappa, confusion, best threshold."""
+    from monitor.calibration.command import run
+    from monitor.calibration.run import CalibrateRequest
+    from monitor.errors import ConfigError
+    from monitor.offline.rows import DatasetError
+
+    config = _load(config_path)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    request = CalibrateRequest(
+        labels=labels, metrics=tuple(m.strip() for m in metrics.split(",") if m.strip()) if metrics is not None else None,
+        judge_base_url=judge_base_url, judge_model=judge_model, judge_api_key_env=judge_api_key_env,
+        concurrency=concurrency, compare_config=compare_config, fail_under=fail_under, as_json=as_json, out=out)
+    try:
+        code = run(config, request)
+    except (ConfigError, DatasetError) as exc:
+        click.echo(f"rag-monitor calibrate: {exc}", err=True)
         sys.exit(EXIT_CONFIG)
     sys.exit(code)
 
