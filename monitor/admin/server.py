@@ -44,6 +44,7 @@ from monitor.admin.api import (
     single_values,
 )
 from monitor.admin.catalogue import MetricDescription
+from monitor.admin.feedback_api import FeedbackApi
 from monitor.admin.health import PipelineStatus
 from monitor.admin.status_page import page_response
 from monitor.admin.summary import JailbreakSource, ReasonView, SummarySource, summary_document
@@ -259,8 +260,10 @@ class AdminServer:
                  summary: SummarySource | None = None, store: ResultReads | None = None,
                  telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time,
                  catalogue: Mapping[str, MetricDescription] | None = None, pipeline: PipelineStatus | None = None,
-                 jailbreak: JailbreakSource | None = None, releases: ReleaseBoard | None = None) -> None:
+                 jailbreak: JailbreakSource | None = None, releases: ReleaseBoard | None = None,
+                 feedback: FeedbackApi | None = None) -> None:
         self._config = config
+        self._feedback = feedback  # POST /api/feedback, GET /api/agreement (monitor.admin.feedback_api)
         self._registry = registry
         self._ready = ready
         self._pipeline = pipeline
@@ -282,6 +285,8 @@ class AdminServer:
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/", self._page)
         app.add_routes(self._api.routes())
+        if self._feedback is not None:
+            app.add_routes(self._feedback.routes())
         return app
 
     async def _page(self, request: web.Request) -> web.Response:
