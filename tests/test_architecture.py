@@ -34,6 +34,11 @@ ALLOWED: dict[str, set[str]] = {
     # Fleet mode shares the samplers' decisions and the judge's budget through Redis, and declares its
     # scrape-time gauges in the exporters' spec table.
     "monitor.fleet": {"samplers", "monitor.judge", "exporters"},
+    # Release comparisons and the change detector: pure statistics on observations.
+    "monitor.regression": set(),
+    # Feeds the statistics from the results or the store and publishes to the exporters' board.
+    "monitor.regression_feed": {"monitor.regression", "monitor.regression_config", "exporters"},
+    "monitor.regression_config": {"exporters"},  # label names it must not clash with
 }
 
 _PROBE = """
@@ -58,7 +63,7 @@ def stage_of(module: str) -> str:
 def _modules(stage: str) -> list[str]:
     base = ROOT.joinpath(*stage.split("."))
     found = []
-    for path in sorted(base.rglob("*.py")):
+    for path in sorted(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]:
         parts = path.relative_to(ROOT).with_suffix("").parts
         found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return found
