@@ -12,37 +12,39 @@
     ``{"metrics": {METRIC: {"n", "agree", "rate", "lower", "upper", "judge_models": {MODEL: {...the
     same}}}}, "at": unix s}`` (see ``monitor.feedback.metrics``).
 
-Both run on the admin thread; a verdict is handed to the pipeline's loop (``VerdictJoin``) and the
-answer waits for it to be stored and joined.
+HTTP only: access, body size and JSON. The fields, the verdict and its join are the intake's
+(``monitor.feedback.intake``, wired by the composition root), which classifies its errors: a
+``ValueError`` (with the ``field`` it names) is a 400, a ``ConnectionError`` a 503.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-import time
-from typing import Any, Awaitable, Callable, Mapping, Protocol
+from typing import Any, Mapping, Protocol
 
 from aiohttp import web
 
 from monitor.admin.api import decide_access, encode_json
-from monitor.feedback.join import JoinState, StoreUnavailable
-from monitor.feedback.metrics import AgreementBoard, snapshot_document
-from monitor.feedback.verdicts import DefectRule, HumanVerdict, VerdictError, make_verdict
 from monitor.telemetry import REQUESTS_REJECTED, Telemetry
 
-__all__ = ["FeedbackApi", "VerdictSubmitter", "MAX_BODY_BYTES"]
+__all__ = ["FeedbackApi", "VerdictIntake", "MAX_BODY_BYTES"]
 
 MAX_BODY_BYTES = 16 * 1024  # a verdict is a few hundred bytes
-_FIELDS = ("trace_id", "metric", "verdict", "value", "reviewer")
 _TRANSPORT = "admin"
-_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class VerdictSubmitter(Protocol):
-    """``monitor.feedback.join.VerdictJoin`` as the API sees it (called from the admin thread)."""
+class VerdictIntake(Protocol):
+    """The feedback stage as the API sees it (``monitor.feedback.intake.ApiIntake``)."""
 
-    async def submit_threadsafe(self, verdict: HumanVerdict) -> JoinState: ...
+    async def take(self, fields: Mapping[str, object]) -> Mapping[str, Any]:
+        """Validate, store and join one verdict; the 202 document. ``ValueError`` for a bad field
+        (its ``field`` attribute names it), ``ConnectionError`` when it cannot be stored now."""
+        ...
+
+    def agreement(self) -> Mapping[str, Any]:
+        """The ``/api/agreement`` document."""
+        ...
 
 
 def _json(document: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
@@ -62,26 +64,22 @@ def _bearer(authorization: str | None) -> str:
     return given.strip() if scheme.lower() == "bearer" else ""
 
 
-def verdict_document(v: HumanVerdict) -> dict[str, Any]:
-    return {"trace_id": v.trace_id, "metric": v.metric, "verdict": v.verdict, "value": v.value,
-            "reviewer": v.reviewer, "source": v.source, "at": v.at}
-
-
 class FeedbackApi:
     """The two routes. ``review_token`` None: the write route is off (404)."""
 
-    def __init__(self, *, rules: Mapping[str, DefectRule], join: VerdictSubmitter, board: AgreementBoard,
-                 read_token: str | None, review_token: str | None, telemetry: Telemetry | None = None,
-                 clock: Callable[[], float] = time.time, max_in_flight: int = 8) -> None:
-        self._rules = rules
-        self._join = join
-        self._board = board
+    def __init__(self, intake: VerdictIntake, *, read_token: str | None, review_token: str | None,
+                 telemetry: Telemetry | None = None, max_in_flight: int = 8) -> None:
+        self._intake = intake
         self._read = read_token.encode() if read_token else None
         self._write = review_token.encode() if review_token else None
         self._telemetry = telemetry
-        self._clock = clock
         self._max_in_flight = max_in_flight
         self._in_flight = 0
+
+    @property
+    def writable(self) -> bool:
+        """Whether a review token is configured (the page shows its review view only then)."""
+        return self._write is not None
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post("/api/feedback", self._feedback), web.get("/api/agreement", self._agreement)]
@@ -99,7 +97,7 @@ class FeedbackApi:
             return _error(decision.status, decision.message, headers=headers)
         if request.query:
             return _error(400, "this endpoint takes no parameters", next(iter(request.query)))
-        return _json(snapshot_document(self._board.snapshot()))
+        return _json(self._intake.agreement())
 
     def _authorize_write(self, request: web.Request) -> web.Response | None:
         if self._write is None:
@@ -133,7 +131,7 @@ class FeedbackApi:
             return self._bad("send Content-Type: application/json", "body")
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             return self._bad(f"the body is over {MAX_BODY_BYTES} bytes", "body")
-        raw = await request.content.read(MAX_BODY_BYTES + 1)
+        raw = await request.read()  # a chunked body is bounded by the server's client_max_size
         if len(raw) > MAX_BODY_BYTES:
             return self._bad(f"the body is over {MAX_BODY_BYTES} bytes", "body")
         try:
@@ -142,23 +140,13 @@ class FeedbackApi:
             return self._bad(f"the body is not JSON ({exc})", "body")
         if not isinstance(body, dict):
             return self._bad("the body must be a JSON object", "body")
-        unknown = sorted(set(body) - set(_FIELDS))
-        if unknown:
-            return self._bad(f"unknown field {unknown[0]!r} (fields: {', '.join(_FIELDS)})", unknown[0])
-        for name in ("trace_id", "metric", "reviewer"):
-            if name not in body:
-                return self._bad(f"{name} is required", name)
         try:
-            verdict = make_verdict(self._rules, trace_id=body["trace_id"], metric=body["metric"],
-                                   verdict=body.get("verdict"), value=body.get("value"), reviewer=body["reviewer"],
-                                   source="api", at=self._clock())
-        except VerdictError as exc:
-            return self._bad(str(exc), exc.field)
-        try:
-            state = await self._join.submit_threadsafe(verdict)
-        except StoreUnavailable as exc:
+            document = await self._intake.take(body)
+        except ValueError as exc:
+            return self._bad(str(exc), str(getattr(exc, "field", "body")))
+        except ConnectionError as exc:
             return _error(503, str(exc), headers={"Retry-After": "5"})
-        return _json({"verdict": verdict_document(verdict), "join": state.document()}, 202)
+        return _json(document, 202)
 
     def _bad(self, message: str, parameter: str) -> web.Response:
         self._rejected("bad_request")

@@ -49,7 +49,7 @@ class InclusionProbability(Protocol):
     def inclusion_probability(self, trace_id: str, metric: str, judge_verdict: str | None) -> float | None: ...
 
 
-class StoreUnavailable(RuntimeError):
+class StoreUnavailable(ConnectionError):
     """The result store could not take the verdict (the API answers 503; retry)."""
 
 
@@ -77,7 +77,7 @@ class VerdictJoin:
                  design: InclusionProbability | None = None, clock: Callable[[], float] = time.time,
                  max_pending: int = 10_000, pending_ttl_seconds: float = 3600.0, poll_seconds: float = 2.0,
                  refresh_seconds: float = 30.0, window_seconds: float = 7 * 86400.0, max_recent: int = 50_000,
-                 max_in_flight: int = 1000) -> None:
+                 max_in_flight: int = 1000, retention_seconds: float | None = None) -> None:
         self._rules = rules
         self._models = judge_models
         self._board = board
@@ -92,6 +92,8 @@ class VerdictJoin:
         self._window = window_seconds
         self._max_recent = max_recent
         self._max_in_flight = max_in_flight
+        self._retention = retention_seconds  # verdicts older than the store's other rows go with them
+        self._next_retention = 0.0
         self._recent: OrderedDict[Key, JudgeSide] = OrderedDict()
         self._pending: OrderedDict[VerdictKey, tuple[HumanVerdict, float]] = OrderedDict()
         self._seen: OrderedDict[VerdictKey, None] = OrderedDict()  # idempotency without a store
@@ -243,6 +245,9 @@ class VerdictJoin:
             self._expire(now)
             if self._store is not None and self._pending:
                 await self._poll_store()
+            if self._store is not None and self._retention is not None and now >= self._next_retention:
+                self._next_retention = now + min(3600.0, self._retention)
+                await self._forget(now - self._retention)
             if self._wake.is_set() or now - last_refresh >= self._refresh:
                 self._wake.clear()
                 await self.refresh()
@@ -252,6 +257,13 @@ class VerdictJoin:
                 await asyncio.sleep(_MIN_REFRESH_GAP_SECONDS)
             except asyncio.TimeoutError:
                 pass
+
+    async def _forget(self, cutoff: float) -> None:
+        assert self._store is not None
+        try:
+            await self._store.forget_before(cutoff)
+        except Exception as exc:
+            self._store_failed(exc)
 
     def _expire(self, now: float) -> None:
         expired = [k for k, (_, until) in self._pending.items() if until <= now]
