@@ -1,8 +1,9 @@
 """The feedback stage's parts, built from the configuration for the composition root.
 
 ``monitor.app`` wires them: the tap in front of the assembler (verdicts over OTLP), the join as a
-result consumer and a component (after the store it reads), the collector on the registry, and the
-intake behind the admin server's ``/api/feedback`` and ``/api/agreement``.
+result consumer and a component (after the store it reads), and the intake behind the admin
+server's ``/api/feedback`` and ``/api/agreement``. The board and its collector outlive a restart
+of the sidecar (one registration per registry), so the caller creates them once.
 """
 
 from __future__ import annotations
@@ -10,13 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from prometheus_client import CollectorRegistry
-
 from exporters.config import StoreConfig
 from monitor.evaluation.config import EvaluationConfig
 from monitor.feedback.intake import ApiIntake
 from monitor.feedback.join import VerdictJoin
-from monitor.feedback.metrics import AgreementBoard, AgreementCollector
+from monitor.feedback.metrics import AgreementBoard
 from monitor.feedback.review import ReviewDesign
 from monitor.feedback.review_config import ReviewConfig
 from monitor.feedback.store import PostgresVerdicts, SqliteVerdicts, VerdictStore
@@ -34,7 +33,6 @@ class FeedbackStage:
     board: AgreementBoard
     join: VerdictJoin
     intake: ApiIntake
-    collector: AgreementCollector
 
 
 def judge_models(evaluation: EvaluationConfig, judge: JudgeConfig) -> dict[str, str]:
@@ -62,12 +60,9 @@ def _verdict_store(store: StoreConfig) -> VerdictStore | None:
 
 
 def build_feedback(evaluation: EvaluationConfig, judge: JudgeConfig, store: StoreConfig, review: ReviewConfig,
-                   telemetry: Telemetry, registry: CollectorRegistry) -> FeedbackStage:
-    """Builds the parts and registers the agreement gauges on ``registry``."""
+                   telemetry: Telemetry, board: AgreementBoard) -> FeedbackStage:
+    """Builds the parts; the join publishes to ``board``."""
     rules = defect_rules(evaluation)
-    board = AgreementBoard()
     join = VerdictJoin(rules, judge_models(evaluation, judge), board, telemetry, store=_verdict_store(store),
                        design=ReviewDesign(review), retention_seconds=store.max_age_hours * 3600.0)
-    collector = AgreementCollector(board)
-    registry.register(collector)
-    return FeedbackStage(rules, board, join, ApiIntake(rules, join, board), collector)
+    return FeedbackStage(rules, board, join, ApiIntake(rules, join, board))
