@@ -47,6 +47,7 @@ class PrometheusResults:
     """``ResultConsumer``: counts outcomes and weights, observes scores with a trace exemplar.
 
     Labels are ``metric``, then the label policy's (``service`` and the allow-list, capped),
+    then the judge's identity (``judge_model``, ``prompt_version``: empty for local metrics),
     then ``outcome`` on the counters.
 
     The first time a (metric, labels) combination is seen, every outcome's series is created at
@@ -79,15 +80,15 @@ class PrometheusResults:
         result, values = item.result, tuple(item.labels.values())
         exemplar = {"trace_id": result.turn.trace_id}
         for score in result.scores:
-            key = (score.metric, *values)
+            key = (score.metric, *values, *self._policy.judge_values(score))
             if key not in self._known:
                 self._initialise(key)
             outcome = score.outcome
-            self._count.labels(score.metric, *values, outcome).inc()
+            self._count.labels(*key, outcome).inc()
             if outcome in _WEIGHED:
-                self._weight.labels(score.metric, *values, outcome).inc(result.weight)
+                self._weight.labels(*key, outcome).inc(result.weight)
             if score.status == ScoreStatus.OK and score.value is not None:
-                self._score.labels(score.metric, *values).observe(score.value, exemplar=exemplar)
+                self._score.labels(*key).observe(score.value, exemplar=exemplar)
 
 
 class PrometheusJudgeTelemetry:

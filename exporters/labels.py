@@ -12,6 +12,11 @@ service's last ``MAX_VERSIONS_PER_SERVICE`` versions (by first sight; a version 
 its eviction, a rollback, counts as new). Versions change at the pace of deploys, so the series
 grow by one set per release, not per request; an app that puts a per-request id there is
 misconfigured (``assembly.mapping.version``).
+
+The judge's identity (``judge_model``, ``prompt_version``: which model and which prompt produced
+a judge score, ``monitor.evaluation.judge_identity``) labels each score's series too. Both change
+at the pace of provider updates and upgrades, and both are capped like an allow-listed label;
+local metrics' series have them empty (no judge).
 """
 
 from __future__ import annotations
@@ -22,10 +27,10 @@ from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence
 
 from exporters.config import MAX_VERSIONS_PER_SERVICE, VERSION_LABEL
-from monitor.model import EvaluationResult, Turn
+from monitor.model import EvaluationResult, Score, Turn
 from monitor.telemetry import NullTelemetry, Telemetry, counter
 
-__all__ = ["OTHER", "UNKNOWN", "LabelPolicy", "LabelledResult", "LabelledConsumer", "LabelFanOut",
+__all__ = ["OTHER", "UNKNOWN", "JUDGE_LABELS", "LabelPolicy", "LabelledResult", "LabelledConsumer", "LabelFanOut",
            "LABEL_VALUES_CAPPED", "RecentVersions", "recorded_labels"]
 
 log = logging.getLogger(__name__)
@@ -33,6 +38,8 @@ log = logging.getLogger(__name__)
 OTHER = "other"
 UNKNOWN = "unknown"
 _MAX_VALUE_CHARS = 120
+JUDGE_LABELS = ("judge_model", "prompt_version")
+"""Per-score labels of the evaluation series, after the policy's and before ``outcome``."""
 
 
 def recorded_labels(turn: Turn) -> dict[str, str]:
@@ -102,7 +109,7 @@ class LabelPolicy:
     def __init__(self, names: Sequence[str], max_values: int, telemetry: Telemetry | None = None) -> None:
         self.names: tuple[str, ...] = ("service", *names)
         self._max = max_values
-        self._seen: dict[str, set[str]] = {n: set() for n in self.names}
+        self._seen: dict[str, set[str]] = {n: set() for n in (*self.names, *JUDGE_LABELS)}
         self._telemetry = telemetry or NullTelemetry()
         self._lock = threading.Lock()
         self._versions = RecentVersions()
@@ -133,6 +140,17 @@ class LabelPolicy:
                 self._telemetry.add(LABEL_VALUES_CAPPED, label=name)
             return OTHER
         return value
+
+    def judge_values(self, score: Score) -> tuple[str, str]:
+        """``(judge_model, prompt_version)`` of a score, capped like the other labels; empty for a
+        score without a judge (a local metric: no ``prompt_version``)."""
+        details = score.details
+        model, version = details.get("judge_model"), details.get("prompt_version")
+        if not isinstance(version, str):
+            return "", ""
+        # A judge score nobody stamped (an evaluator run outside the stage): its prompt is known.
+        return (self._admit("judge_model", model if isinstance(model, str) else None),
+                self._admit("prompt_version", version))
 
     def admit_version(self, service: str, version: str | None) -> str:
         """The exported ``version`` of a result of ``service`` (an exported service value): the

@@ -63,7 +63,7 @@ from prometheus_client import CollectorRegistry
 
 import monitor
 from exporters.config import OtlpMetricsConfig
-from exporters.labels import LabelledResult, LabelPolicy
+from exporters.labels import JUDGE_LABELS, LabelledResult, LabelPolicy
 from exporters.spec import EVALUATION, JUDGE, ROLLING, Instrument
 from monitor.model import EvaluationResult, ScoreStatus, Turn
 
@@ -408,12 +408,14 @@ class OtlpMetrics:
         exemplar = turn_context(result.turn, need_span=True)
         for score in result.scores:
             outcome = score.outcome
-            counted = {"metric": score.metric, **labels, "outcome": outcome}
+            # The judge's identity, as on the Prometheus series; left out for local metrics.
+            judge = {k: v for k, v in zip(JUDGE_LABELS, self._policy.judge_values(score)) if v}
+            counted = {"metric": score.metric, **labels, **judge, "outcome": outcome}
             i.evaluations.add(1, counted)
             if outcome in ("pass", "defect", "unscored_refused"):  # as the Prometheus exporter
                 i.weight.add(result.weight, counted)
             if score.status == ScoreStatus.OK and score.value is not None:
-                i.score.record(score.value, {"metric": score.metric, **labels}, context=exemplar)
+                i.score.record(score.value, {"metric": score.metric, **labels, **judge}, context=exemplar)
 
     # -- JudgeTelemetry -----------------------------------------------------------------------
 

@@ -48,17 +48,21 @@ FLEET: tuple[Instrument, ...] = (
 )
 # The label sets below are the base; the allow-listed labels of ``exporters.labels`` (route,
 # model…) are appended after ``service`` at run time.
+# judge_model / prompt_version: which judge model (as its replies name it) and which prompt hash
+# produced the score (exporters.labels.JUDGE_LABELS; empty for local metrics), so a provider's
+# silent model update or a prompt change starts new series instead of blending into the old ones.
 EVALUATION: tuple[Instrument, ...] = (
     Instrument("rag_monitor_evaluations_total", "Metric evaluations of sampled turns, by outcome "
                "(pass | defect | error | skipped | unscored_refused: the judge refused or a content filter "
-               "blocked the call, possibly harmful, not scored; neither an error nor a verdict).", "counter",
-               ("metric", "service", "outcome")),
+               "blocked the call, possibly harmful, not scored; neither an error nor a verdict), judge model "
+               "and prompt version.", "counter",
+               ("metric", "service", "judge_model", "prompt_version", "outcome")),
     Instrument("rag_monitor_evaluation_weight_total",
                "Sum of inverse-probability (Horvitz-Thompson) weights of evaluations (pass | defect | "
                "unscored_refused): population defect rate = defect weight / (pass + defect weight).", "counter",
-               ("metric", "service", "outcome")),
+               ("metric", "service", "judge_model", "prompt_version", "outcome")),
     Instrument("rag_monitor_score", "Scores on each metric's native scale.", "histogram",
-               ("metric", "service"), buckets=SCORE_BUCKETS),
+               ("metric", "service", "judge_model", "prompt_version"), buckets=SCORE_BUCKETS),
 )
 
 # Rolling windows (exporters.rolling), computed at scrape time. Per replica: aggregate the

@@ -55,6 +55,10 @@ class StoredEvaluation:
     question: str
     answer: str
     turn_start_unix_nano: int
+    judge_model: str | None = None
+    """The judge model that produced the score (None: a local metric, or stored before schema 6)."""
+    prompt_version: str | None = None
+    """The hash of the metric's prompt templates when it was judged."""
 
 
 def pyformat(sql: str) -> str:

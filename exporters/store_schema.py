@@ -41,6 +41,11 @@ def finite(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
+def _detail(score: Score, key: str) -> str | None:
+    value = score.details.get(key)
+    return value[:200] if isinstance(value, str) else None
+
+
 def _labels(result: EvaluationResult) -> str:
     return json.dumps(recorded_labels(result.turn), ensure_ascii=False, sort_keys=True)
 
@@ -118,6 +123,10 @@ SCORE_COLUMNS: tuple[Column, ...] = (
     Column("reason", "text", lambda ts, s, n: cut(s.reason, n), nullable=True),
     Column("status", "text", lambda ts, s, n: s.status),
     Column("error_type", "text", lambda ts, s, n: s.error_type, nullable=True),
+    # Which judge model and prompt produced the score (monitor.evaluation.judge_identity); NULL for
+    # local metrics and for rows written before version 6.
+    Column("judge_model", "text", lambda ts, s, n: _detail(s, "judge_model"), since=6, nullable=True),
+    Column("prompt_version", "text", lambda ts, s, n: _detail(s, "prompt_version"), since=6, nullable=True),
 )
 
 # The evaluation backlog: sampled turns not yet evaluated (payloads by monitor.turn_codec). In a

@@ -43,7 +43,8 @@ from monitor.net.addresses import is_loopback
 from monitor.evaluation.content_safety.backend import service_metric_ids
 from monitor.evaluation.content_safety.client import ContentSafetyClient
 from monitor.evaluation.content_safety.telemetry import ServiceTelemetry
-from monitor.evaluation.registry import build_evaluators
+from monitor.evaluation.judge_identity import JudgeIdentity
+from monitor.evaluation.registry import build_evaluators, prompt_versions
 from monitor.evaluation.stage import EvaluationStage
 from samplers.weight_gate import CellFactors, WeightGate
 from monitor.fleet.decisions import FleetDecider
@@ -240,12 +241,17 @@ class Sidecar:
                      *self._extra_consumers)
         # Results of a capped policy wait for their post-stratified weight (samplers.weighting).
         self.weight_gate = WeightGate(consumers, CellFactors(ledger, self.fleet_traffic), self.telemetry)
+        evaluators = build_evaluators(cfg.evaluation, self.judge, content_safety=self.content_safety)
+        judge = self.judge
+        identity = (JudgeIdentity(lambda: judge.served_model, prompt_versions(evaluators))
+                    if judge is not None else None)
         self.evaluation = EvaluationStage(
-            sampling, build_evaluators(cfg.evaluation, self.judge, content_safety=self.content_safety),
+            sampling, evaluators,
             (self.weight_gate,), self.telemetry, cfg.evaluation.queue_size, cfg.evaluation.workers, backlog=backlog,
             max_queue_bytes=cfg.evaluation.max_queue_bytes, local_workers=cfg.evaluation.local_workers,
             local_queue_size=cfg.evaluation.local_queue_size, prepare=redact, fleet=self.fleet_decider,
-            claim_interval=max(1.0, exp.store.lease_seconds / 3) if self.fleet_windows is not None else None)
+            claim_interval=max(1.0, exp.store.lease_seconds / 3) if self.fleet_windows is not None else None,
+            identity=identity)
         self.conversations = ConversationTracker(cfg.assembly, FanOut((self.evaluation, self._sink)),
                                                  self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)

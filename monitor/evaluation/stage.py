@@ -35,6 +35,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 from monitor.evaluation.local.jailbreak_attempt import JailbreakAttemptEvaluator, jailbreak_marker
 from monitor.evaluation.local.worker_pool import LocalWorkerPool, PooledEvaluator, split_offloadable
 from monitor.evaluation.registry import default_registry
+from monitor.evaluation.judge_identity import JudgeIdentity
 from monitor.evaluation.runner import InternalErrors, evaluate_turn
 from monitor.interfaces import Evaluator, ResultConsumer
 from monitor.model import Conversation, EvaluationResult, SamplingDecision, Turn
@@ -107,8 +108,10 @@ class EvaluationStage:
                  backlog: Backlog | None = None, max_queue_bytes: int = 64 * 1024 * 1024,
                  local_workers: int = 0, local_queue_size: int = 64,
                  prepare: Callable[[Turn], Turn] | None = None, fleet: FleetDecisions | None = None,
-                 claim_interval: float | None = None) -> None:
+                 claim_interval: float | None = None, identity: JudgeIdentity | None = None) -> None:
         self._max_queue_bytes = max_queue_bytes
+        # Judge model and prompt version on each judge score (monitor.evaluation.judge_identity).
+        self._identity = identity
         self._queued_bytes = 0
         # Applied to each sampled turn before it is queued, kept in the backlog or evaluated: the
         # redactor. After the sampling decision, so its cost follows the sampled traffic, not all
@@ -277,6 +280,8 @@ class EvaluationStage:
 
     async def _evaluate(self, turn: Turn, decision: SamplingDecision) -> None:
         scores = await evaluate_turn(turn, self._evaluators, self._errors)
+        if self._identity is not None:
+            scores = self._identity.stamp(scores)
         for score in scores:
             tokens = score.usage.prompt_tokens + score.usage.completion_tokens
             if tokens:

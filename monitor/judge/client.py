@@ -130,6 +130,15 @@ class JudgeClient:
         self._idle.set()
         self._active = 0
         self._openai: openai.AsyncOpenAI | None = None
+        self._served_model: str | None = None
+
+    @property
+    def served_model(self) -> str:
+        """The judge's identity on results (``judge_model``): the model the latest validated reply
+        named, else the configured one. A provider that moves an alias to a new snapshot changes
+        this without any configuration change. Calls in flight at the moment of such a change may
+        be labelled with their neighbour's model: both are models that served."""
+        return self._served_model or self._config.effective_model or ""
 
     @property
     def structured_output(self) -> str:
@@ -406,6 +415,8 @@ class JudgeClient:
             raise JudgeError("parse_error", f"judge reply cut short (length){hint}")
         data = extract_json_object(reply.content)
         value = call.request.reply.validate(data)
+        if reply.model:
+            self._served_model = reply.model
         return JudgeReply(value=value, data=data, usage=call.usage(self._clock.now()), raw_text=reply.content or "")
 
     @staticmethod

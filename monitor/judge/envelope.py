@@ -52,6 +52,9 @@ class _Completion(BaseModel):
     model_config = _LENIENT
     choices: list[_Choice] = Field(min_length=1)
     usage: _Usage | None = None
+    # The model that served the call, as the provider names it (often a dated snapshot behind an
+    # alias): when it changes, the judge changed even if judge.model did not.
+    model: str | None = Field(None, max_length=200)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,8 @@ class ChatReply:
     finish_reason: str | None
     prompt_tokens: int | None
     completion_tokens: int | None
+    model: str | None = None
+    """The serving model the completion names (None when the server leaves it out)."""
 
 
 def read_chat_completion(body: bytes, headers: Mapping[str, str]) -> ChatReply:
@@ -83,7 +88,8 @@ def read_chat_completion(body: bytes, headers: Mapping[str, str]) -> ChatReply:
     choice = completion.choices[0]
     usage = completion.usage
     return ChatReply(choice.message.content, choice.message.refusal, choice.finish_reason,
-                     usage.prompt_tokens if usage else None, usage.completion_tokens if usage else None)
+                     usage.prompt_tokens if usage else None, usage.completion_tokens if usage else None,
+                     completion.model or None)
 
 
 def _excerpt(body: bytes) -> str:

@@ -34,7 +34,7 @@ def test_100000_routes_make_a_bounded_number_of_series() -> None:
     assert len(series) == 51 * 22  # 21 buckets + +Inf per route value
     assert registry.get_sample_value("rag_monitor_evaluations_total",
                                      {"metric": "groundedness", "service": "rag-app", "route": OTHER,
-                                      "outcome": "defect"}) == 100_000 - 50
+                                      "judge_model": "", "prompt_version": "", "outcome": "defect"}) == 100_000 - 50
     assert registry.get_sample_value("rag_monitor_label_values_capped_total", {"label": "route"}) == 100_000 - 50
 
 
@@ -43,7 +43,7 @@ def test_no_label_outside_the_allow_list_reaches_a_series() -> None:
     PrometheusResults(registry, LabelPolicy(["route"], 5)).consume_result(
         result(score("coherence", 4.0), labels={"route": "/a", "tenant": "acme"}))
     keys = {k for fam in registry.collect() for s in fam.samples for k in s.labels}
-    assert keys <= {"metric", "service", "route", "outcome", "le"}
+    assert keys <= {"metric", "service", "route", "judge_model", "prompt_version", "outcome", "le"}
 
 
 def test_long_values_are_cut() -> None:

@@ -68,7 +68,10 @@ async def test_a_blocked_safety_call_keeps_the_quality_scores(server: JudgeServe
     def sample(name: str, **labels: str) -> float | None:
         if "metric" in labels:
             labels["service"] = service
-        return registry.get_sample_value(name, labels)
+        # Judge scores also carry judge_model and prompt_version: match on the labels given.
+        found = [s.value for fam in registry.collect() for s in fam.samples
+                 if s.name == name and labels.items() <= s.labels.items()]
+        return sum(found) if found else None
 
     for metric in SAFETY:
         assert sample("rag_monitor_evaluations_total", metric=metric, outcome="unscored_refused") == 1.0

@@ -67,5 +67,7 @@ async def running_sidecar(config: MonitorConfig | None = None) -> AsyncIterator[
 
 
 def metric_value(sidecar: Sidecar, name: str, **labels: str) -> float:
-    value = sidecar.registry.get_sample_value(name, labels)
-    return 0.0 if value is None else value
+    """The sum of the samples of ``name`` whose labels include ``labels`` (the evaluation series
+    also carry judge_model and prompt_version, which most tests need not spell out)."""
+    return sum(s.value for fam in sidecar.registry.collect() for s in fam.samples
+               if s.name == name and labels.items() <= s.labels.items())
