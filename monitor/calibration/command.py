@@ -6,8 +6,10 @@ judge call), 3 a ``--fail-under`` kappa not met.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Mapping
+from pathlib import Path
+from typing import Iterator, Mapping, TextIO
 
 import click
 
@@ -36,19 +38,31 @@ def parse_kappa_limits(specs: tuple[str, ...]) -> dict[str, float]:
 def run(config: MonitorConfig, request: CalibrateRequest, environ: Mapping[str, str] | None = None) -> int:
     """Run the command; returns the exit code (0 or 3). Raises ConfigError or DatasetError."""
     limits = parse_kappa_limits(request.fail_under)
-    metrics = chosen_metrics(read_labelled(request.labels), request.metrics)
+    labelled = read_labelled(request.labels)
+    metrics = chosen_metrics(labelled, request.metrics)
     for metric in limits:
         if metric not in metrics:
             raise ConfigError(f"--fail-under {metric}: not among the calibrated metrics ({', '.join(metrics)})")
-    report = calibrate_files(config, request, environ)
-    payload = report_json(report)
-    click.echo(json.dumps(payload, indent=2, ensure_ascii=False) if request.as_json else render_table(report))
-    if request.out is not None:
-        try:
-            request.out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"--out: cannot write {request.out}: {exc.strerror or exc}") from None
+    with _open_out(request.out) as out:  # an unwritable --out fails before the judge is paid
+        report = calibrate_files(config, request, environ, labelled)
+        payload = report_json(report)
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False) if request.as_json else render_table(report))
+        if out is not None:
+            out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     failures = kappa_gate(report, limits)
     for reason in failures:
         click.echo(f"fail-under: {reason}", err=True)
     return EXIT_FAIL_UNDER if failures else 0
+
+
+@contextlib.contextmanager
+def _open_out(path: Path | None) -> Iterator[TextIO | None]:
+    if path is None:
+        yield None
+        return
+    try:
+        handle = path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--out: cannot write {path}: {exc.strerror or exc}") from None
+    with handle:
+        yield handle

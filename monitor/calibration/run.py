@@ -296,12 +296,13 @@ def chosen_metrics(labelled: LabelledSet, requested: Sequence[str] | None) -> li
     return list(requested)
 
 
-def calibrate_files(config: MonitorConfig, request: CalibrateRequest,
-                    environ: Mapping[str, str] | None = None) -> CalibrationReport:
-    """Judge the labelled rows (and with ``compare_config`` judge them again) and compare with
-    the labels. Raises ConfigError / DatasetError before any judge call."""
+def calibrate_files(config: MonitorConfig, request: CalibrateRequest, environ: Mapping[str, str] | None = None,
+                    labelled: LabelledSet | None = None) -> CalibrationReport:
+    """Judge the labelled rows (read from ``request.labels`` unless given) — and with
+    ``compare_config`` judge them again — and compare with the labels. Raises ConfigError /
+    DatasetError before any judge call."""
     environ = os.environ if environ is None else environ
-    labelled = read_labelled(request.labels)
+    labelled = read_labelled(request.labels) if labelled is None else labelled
     metrics = chosen_metrics(labelled, request.metrics)
     evaluation, judge_cfg, concurrency = _setup(config, request, metrics, "judge", environ)
     other = None

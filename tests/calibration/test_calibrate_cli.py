@@ -224,7 +224,10 @@ async def test_bad_label_file_exits_2_before_any_judge_call(tmp_path: Path) -> N
                                                         server.base_url, "--judge-model", "err-0.1",
                                                         "--metrics", "relevance")
         code_off, _, stderr_off = await calibrate(str(good))
+        code_out, _, stderr_out = await calibrate(str(good), "--judge-base-url", server.base_url, "--judge-model",
+                                                  "err-0.1", "--out", str(tmp_path / "missing" / "report.json"))
     assert server.requests == []
     assert code == 2 and "labels.jsonl:42: labels.groundedness: 'wrong' is not a verdict" in stderr, stderr
     assert code_metric == 2 and "--metrics: no row labels relevance" in stderr_metric, stderr_metric
+    assert code_out == 2 and "--out: cannot write" in stderr_out, stderr_out
     assert code_off == 2 and "groundedness need the judge, which is off" in stderr_off, stderr_off
