@@ -75,7 +75,8 @@ def report_json(report: CalibrationReport) -> dict[str, Any]:
 def _num(x: float, signed: bool = False) -> str:
     if math.isnan(x):
         return "-"
-    return f"{x:+.3f}" if signed else f"{x:.3f}"
+    text = f"{x:+.3f}" if signed else f"{x:.3f}"
+    return text.replace("-0.000", "0.000") if not signed else text.replace("-0.000", "+0.000")
 
 
 def _with_interval(e: Estimate, signed: bool = False) -> str:

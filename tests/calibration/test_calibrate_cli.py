@@ -231,3 +231,25 @@ async def test_bad_label_file_exits_2_before_any_judge_call(tmp_path: Path) -> N
     assert code_metric == 2 and "--metrics: no row labels relevance" in stderr_metric, stderr_metric
     assert code_out == 2 and "--out: cannot write" in stderr_out, stderr_out
     assert code_off == 2 and "groundedness need the judge, which is off" in stderr_off, stderr_off
+
+
+async def test_a_prompt_change_shows_in_the_judge_identity(tmp_path: Path) -> None:
+    # The same model asked with another prompt: combine_metrics off sends each rubric on its own.
+    rows = [json.loads(ln) for ln in write_labels(tmp_path / "all.jsonl").read_text().splitlines()[:40]]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    async with JudgeServer(default=scripted) as server:
+        combined = write_config(tmp_path / "combined.yaml", server.base_url, "err-0.1")
+        separate = write_config(tmp_path / "separate.yaml", server.base_url, "err-0.1")
+        config = yaml.safe_load(separate.read_text())
+        separate.write_text(yaml.safe_dump({**config, "evaluation": {"combine_metrics": False}}))
+        code, stdout, stderr = await calibrate(str(labels), "-c", str(combined), "--compare-config", str(separate),
+                                               "--json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    base, other = report["judge"]["prompt_version"], report["compare"]["judge"]["prompt_version"]
+    assert set(base) == set(other) == {"groundedness"}
+    assert base["groundedness"] != other["groundedness"]
+    assert report["judge"]["model"] == report["compare"]["judge"]["model"] == "err-0.1"
+    # The same answers under either prompt: no difference.
+    assert report["compare"]["difference"]["groundedness"]["agreement"]["value"] == 0
