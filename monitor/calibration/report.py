@@ -3,7 +3,8 @@
 The JSON shape is a contract (scripts and CI read it)::
 
     {"rows": 120,
-     "judge": {"model": "...", "base_url": "...", "prompt_version": {METRIC: "hash"}},
+     "judge": {"model": "...", "served_model": "...", "base_url": "...",
+               "prompt_version": {METRIC: "hash"}},
      "metrics": {METRIC: {"n": 118, "unscored": 2, "defect_rule": "defect when < 3",
                           "agreement": {"value", "lower", "upper"},
                           "kappa": {"value", "lower", "upper", "on": "value" | "verdict"},
@@ -35,7 +36,7 @@ def _estimate(e: Estimate) -> dict[str, float | None]:
 
 
 def _judge(identity: JudgeIdentity) -> dict[str, Any]:
-    return {"model": identity.model, "base_url": identity.base_url,
+    return {"model": identity.model, "served_model": identity.served_model, "base_url": identity.base_url,
             "prompt_version": dict(identity.prompt_versions)}
 
 
@@ -108,7 +109,8 @@ def _table(metrics: Mapping[str, MetricCalibration]) -> list[str]:
 
 def _identity(identity: JudgeIdentity) -> str:
     versions = ", ".join(f"{m} {v}" for m, v in identity.prompt_versions.items()) or "no judge prompt"
-    return f"{identity.model or 'no judge'} at {identity.base_url or '-'}; prompt versions: {versions}"
+    served = f" (replies from {identity.served_model})" if identity.served_model not in (None, identity.model) else ""
+    return f"{identity.model or 'no judge'}{served} at {identity.base_url or '-'}; prompt versions: {versions}"
 
 
 def render_table(report: CalibrationReport) -> str:

@@ -67,6 +67,8 @@ class JudgeIdentity:
     model: str | None
     base_url: str | None
     prompt_versions: Mapping[str, str]
+    served_model: str | None = None
+    """The model the judge's replies named (a provider's dated snapshot behind an alias)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +241,7 @@ def _last_turns(labelled: LabelledSet) -> list[EvalRow]:
 
 
 async def _judge(rows: Sequence[EvalRow], evaluation: EvaluationConfig, judge_cfg: JudgeConfig,
-                 concurrency: int, label: str) -> tuple[list[dict[str, Score]], dict[str, str]]:
+                 concurrency: int, label: str) -> tuple[list[dict[str, Score]], dict[str, str], str | None]:
     judge = None
     async with contextlib.AsyncExitStack() as stack:
         if judge_cfg.enabled:
@@ -255,7 +257,7 @@ async def _judge(rows: Sequence[EvalRow], evaluation: EvaluationConfig, judge_cf
         with click.progressbar(length=len(rows), label=label, file=sys.stderr, show_pos=True) as bar:
             outcomes = await evaluate_rows(rows, evaluators, concurrency, on_turn=lambda: bar.update(1))
         scores = [{s.metric: s for s in o.turn_scores[-1]} for o in outcomes]
-        return scores, prompt_versions(evaluators)
+        return scores, prompt_versions(evaluators), judge.served_model if judge is not None else None
     raise AssertionError("unreachable")  # pragma: no cover - the stack re-raises
 
 
@@ -276,12 +278,12 @@ def _setup(config: MonitorConfig, request: CalibrateRequest, metrics: Sequence[s
 def _judging(labelled: LabelledSet, config: MonitorConfig, evaluation: EvaluationConfig, judge_cfg: JudgeConfig,
              concurrency: int, label: str) -> Judging:
     labelled_rows = redacted(replace(labelled.dataset, rows=tuple(_last_turns(labelled))), config.redaction).rows
-    scores, versions = asyncio.run(_judge(labelled_rows, evaluation, judge_cfg, concurrency, label))
+    scores, versions, served = asyncio.run(_judge(labelled_rows, evaluation, judge_cfg, concurrency, label))
     registry = default_registry()
     rules = {m: defect_rule_of(registry.get(m), o) for m, o in evaluation.resolve_options(registry).items()}
     identity = JudgeIdentity(judge_cfg.effective_model if judge_cfg.enabled else None,
                              (judge_cfg.base_url or ("Azure" if judge_cfg.azure else None)) if judge_cfg.enabled else None,
-                             versions)
+                             versions, served)
     return Judging(identity, rules, tuple(scores))
 
 

@@ -139,7 +139,7 @@ async def test_agreement_and_kappa_intervals_contain_the_true_values(tmp_path: P
     assert recall["lower"] < recall["value"] < recall["upper"]
     assert g["best_threshold"]["current"] == 3 and g["best_threshold"]["threshold"] == 3
     judge = report["judge"]
-    assert judge["model"] == "err-0.15" and re.fullmatch(r"[0-9a-f]{12}", judge["prompt_version"]["groundedness"])
+    assert judge["model"] == judge["served_model"] == "err-0.15" and re.fullmatch(r"[0-9a-f]{12}", judge["prompt_version"]["groundedness"])
     # The table says the same.
     row = next(ln for ln in stdout.splitlines() if ln.startswith("groundedness"))
     assert f"{g['agreement']['value']:.3f} [{g['agreement']['lower']:.3f}, {g['agreement']['upper']:.3f}]" in row
@@ -253,3 +253,20 @@ async def test_a_prompt_change_shows_in_the_judge_identity(tmp_path: Path) -> No
     assert report["judge"]["model"] == report["compare"]["judge"]["model"] == "err-0.1"
     # The same answers under either prompt: no difference.
     assert report["compare"]["difference"]["groundedness"]["agreement"]["value"] == 0
+
+
+async def test_the_model_the_replies_name_is_reported(tmp_path: Path) -> None:
+    async def dated(server: JudgeServer, request: web.Request, rec: RecordedRequest) -> web.StreamResponse:
+        response = await scripted(server, request, rec)
+        assert isinstance(response, web.Response) and isinstance(response.body, bytes)
+        body = json.loads(response.body)
+        return web.json_response({**body, "model": "err-0.1-2026-11-01"})
+
+    rows = write_labels(tmp_path / "all.jsonl").read_text().splitlines()[:20]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("\n".join(rows) + "\n")
+    async with JudgeServer(default=dated) as server:
+        code, stdout, stderr = await calibrate(str(labels), "--judge-base-url", server.base_url,
+                                               "--judge-model", "err-0.1")
+    assert code == 0, stderr
+    assert "judge: err-0.1 (replies from err-0.1-2026-11-01) at" in stdout
