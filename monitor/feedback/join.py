@@ -41,6 +41,7 @@ Key = tuple[str, str]  # (trace id, metric)
 VerdictKey = tuple[str, str, str]  # (trace id, metric, reviewer hash)
 QUEUE = "human_verdicts"  # rag_monitor_queue_dropped_total{queue=…}: OTLP verdicts refused while too many wait
 _MIN_REFRESH_GAP_SECONDS = 0.5  # a burst of joins costs one recomputation, not one each
+MAX_JUDGE_MODELS = 10  # distinct judge_model label values per metric; later ones read "other"
 
 
 class InclusionProbability(Protocol):
@@ -103,6 +104,7 @@ class VerdictJoin:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._failing = False
+        self._model_values: dict[str, set[str]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -217,7 +219,9 @@ class VerdictJoin:
             if score.status != ScoreStatus.OK or score.value is None or score.metric not in self._rules:
                 continue
             key = (trace_id, score.metric)
-            side = JudgeSide(trace_id, score.metric, "defect" if score.defect else "pass", float(score.value))
+            stamped = score.details.get("judge_model")
+            side = JudgeSide(trace_id, score.metric, "defect" if score.defect else "pass", float(score.value),
+                             stamped if isinstance(stamped, str) else None)
             self._recent[key] = side
             self._recent.move_to_end(key)
             if self._pending:
@@ -230,7 +234,7 @@ class VerdictJoin:
     def _count(self, verdict: HumanVerdict, judge: JudgeSide) -> JoinState:
         human = self._rules[verdict.metric].side(verdict.verdict, verdict.value)
         agreement = "agree" if human == judge.outcome else "disagree"
-        model = self._models.get(verdict.metric, "unknown")
+        model = self._model(verdict.metric, judge.judge_model)
         self._telemetry.add(AGREEMENT_TOTAL, metric=verdict.metric, judge_model=model, agreement=agreement)
         p = self._probability(verdict.trace_id, verdict.metric, judge.outcome, None)
         self._joined.append(ScoredPair(verdict.metric, model, judge.outcome, human, 1.0 / p if p else 1.0))
@@ -306,9 +310,22 @@ class VerdictJoin:
             if rule is None or r.judge_outcome not in ("pass", "defect"):
                 continue  # a metric no longer configured: its labels would be unbounded history
             p = self._probability(r.trace_id, r.metric, r.judge_outcome, r.inclusion_probability)
-            out.append(ScoredPair(r.metric, self._models.get(r.metric, "unknown"), r.judge_outcome,
+            out.append(ScoredPair(r.metric, self._model(r.metric, r.judge_model), r.judge_outcome,
                                   rule.side(r.verdict, r.value), 1.0 / p if p else 1.0))
         return out
+
+    def _model(self, metric: str, stamped: str | None) -> str:
+        """The judge_model label: the model the score was stamped with (a provider's silent update
+        shows as a new value), else the configured one; bounded per metric."""
+        if not stamped:
+            return self._models.get(metric, "unknown")
+        seen = self._model_values.setdefault(metric, set())
+        if stamped in seen:
+            return stamped
+        if len(seen) >= MAX_JUDGE_MODELS:
+            return "other"
+        seen.add(stamped)
+        return stamped
 
     def _store_failed(self, exc: Exception) -> None:
         if not self._failing:  # once per failing streak, not once per poll

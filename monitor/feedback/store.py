@@ -37,6 +37,7 @@ class JudgeSide:
     metric: str
     outcome: str
     value: float
+    judge_model: str | None = None  # as the score was stamped (monitor.evaluation.judge_identity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,7 @@ class JoinedRow:
     inclusion_probability: float | None
     judge_outcome: str
     judge_value: float
+    judge_model: str | None = None
 
 
 class VerdictStore(Protocol):
@@ -83,7 +85,8 @@ def _sql(mark: str) -> dict[str, str]:
         "save": ("INSERT INTO human_verdicts (trace_id, metric, verdict, value, reviewer, source, at, "
                  f"inclusion_probability) VALUES ({', '.join([mark] * 8)}) "
                  "ON CONFLICT (trace_id, metric, reviewer) DO NOTHING"),
-        "joined": ("SELECT h.trace_id, h.metric, h.verdict, h.value, h.inclusion_probability, s.outcome, s.value "
+        "joined": ("SELECT h.trace_id, h.metric, h.verdict, h.value, h.inclusion_probability, s.outcome, s.value, "
+                   "s.judge_model "
                    "FROM human_verdicts h JOIN results r ON r.trace_id = h.trace_id "
                    "JOIN scores s ON s.result_id = r.id AND s.metric = h.metric "
                    f"WHERE h.at >= {mark} AND s.status = 'ok' ORDER BY h.at DESC LIMIT {mark}"),
@@ -96,7 +99,7 @@ def _in(mark: str, n: int) -> str:
 
 
 def _judged_sql(mark: str, n: int) -> str:
-    return ("SELECT r.trace_id, s.metric, s.outcome, s.value FROM results r JOIN scores s ON s.result_id = r.id "
+    return ("SELECT r.trace_id, s.metric, s.outcome, s.value, s.judge_model FROM results r JOIN scores s ON s.result_id = r.id "
             f"WHERE r.trace_id IN {_in(mark, n)} AND s.status = 'ok'")
 
 
@@ -114,13 +117,13 @@ def _batches(keys: Sequence[Key]) -> list[list[str]]:
 
 
 def _judge_sides(rows: Sequence[Sequence[Any]], wanted: set[Key]) -> dict[Key, JudgeSide]:
-    return {(str(t), str(m)): JudgeSide(str(t), str(m), str(o), float(v))
-            for t, m, o, v in rows if (t, m) in wanted and v is not None}
+    return {(str(t), str(m)): JudgeSide(str(t), str(m), str(o), float(v), j)
+            for t, m, o, v, j in rows if (t, m) in wanted and v is not None}
 
 
 def _joined_rows(rows: Sequence[Sequence[Any]]) -> list[JoinedRow]:
     return [JoinedRow(str(t), str(m), h, None if hv is None else float(hv), None if p is None else float(p),
-                      str(o), float(jv)) for t, m, h, hv, p, o, jv in rows if jv is not None]
+                      str(o), float(jv), j) for t, m, h, hv, p, o, jv, j in rows if jv is not None]
 
 
 class SqliteVerdicts:
@@ -248,7 +251,7 @@ class PostgresVerdicts:
         return await self._execute(self._SQL["save"], _save_params(verdict, inclusion_probability)) == 1
 
     async def judged(self, keys: Sequence[Key]) -> dict[Key, JudgeSide]:
-        wanted, out = set(keys), {}
+        wanted, out = set(keys), dict[Key, JudgeSide]()
         for batch in _batches(keys):
             out.update(_judge_sides(await self._fetch(_judged_sql("%s", len(batch)), batch), wanted))
         return out
@@ -257,7 +260,7 @@ class PostgresVerdicts:
         return _joined_rows(await self._fetch(self._SQL["joined"], (since, limit)))
 
     async def reviewed(self, keys: Sequence[Key]) -> set[Key]:
-        wanted, out = set(keys), set()
+        wanted, out = set(keys), set[Key]()
         for batch in _batches(keys):
             out.update((str(t), str(m)) for t, m in await self._fetch(_reviewed_sql("%s", len(batch)), batch)
                        if (t, m) in wanted)
