@@ -29,6 +29,7 @@ from exporters.store_windows import StoreWindows
 from exporters.jailbreak_rates import JailbreakCollector, JailbreakComparison
 from exporters.release_metrics import ReleaseBoard, ReleaseCollector
 from exporters.rolling import RollingCollector, RollingStats
+from monitor.admin.review_api import ReviewApi
 from monitor.admin.server import AdminServer
 from monitor.evaluation.catalogue import metric_catalogue
 from monitor.admin.diagnosis import Setting
@@ -44,6 +45,8 @@ from monitor.evaluation.content_safety.backend import service_metric_ids
 from monitor.evaluation.content_safety.client import ContentSafetyClient
 from monitor.evaluation.content_safety.telemetry import ServiceTelemetry
 from monitor.evaluation.judge_identity import JudgeIdentity
+from monitor.feedback.review import ReviewDesign
+from monitor.feedback.review_queue import ReviewQueue
 from monitor.evaluation.registry import build_evaluators, prompt_versions
 from monitor.evaluation.stage import EvaluationStage
 from samplers.weight_gate import CellFactors, WeightGate
@@ -275,12 +278,20 @@ class Sidecar:
         if link is not None:
             self._fleet_collector = FleetCollector(link, pending, held)
             self.registry.register(self._fleet_collector)
+        # The review queue lists judged turns of the judge metrics (the store's, fleet-wide when
+        # shared); the feedback join filters out the reviewed ones once wired (``reviewed``).
+        self.review_queue = (ReviewQueue(ReviewDesign(cfg.review), self.store, tuple(prompt_versions(evaluators)),
+                                         writable=cfg.admin.review_token is not None
+                                         or cfg.admin.review_token_file is not None)
+                             if self.store is not None else None)
+        read_token = cfg.admin.bearer_token.get_secret_value() if cfg.admin.bearer_token is not None else None
         self.admin = AdminServer(cfg.admin, self.registry, self.ready,
                                  summary=self.fleet_windows.rolling if self.fleet_windows else self.rolling,
                                  store=self.store, telemetry=self.telemetry,
                                  catalogue=metric_catalogue(cfg.evaluation, cfg.judge.enabled), pipeline=pipeline,
                                  jailbreak=self.jailbreak,
-                                 releases=self.releases if cfg.regressions.enabled else None)
+                                 releases=self.releases if cfg.regressions.enabled else None,
+                                 review=ReviewApi(self.review_queue, read_token=read_token, telemetry=self.telemetry))
         self.watch = PipelineWatch(self.registry, setting)
         forwarder = self.forwarder
         evaluation = self.evaluation

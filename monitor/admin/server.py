@@ -45,6 +45,7 @@ from monitor.admin.api import (
 )
 from monitor.admin.catalogue import MetricDescription
 from monitor.admin.feedback_api import FeedbackApi
+from monitor.admin.review_api import ReviewApi
 from monitor.admin.health import PipelineStatus
 from monitor.admin.status_page import page_response
 from monitor.admin.summary import JailbreakSource, ReasonView, SummarySource, summary_document
@@ -261,9 +262,10 @@ class AdminServer:
                  telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time,
                  catalogue: Mapping[str, MetricDescription] | None = None, pipeline: PipelineStatus | None = None,
                  jailbreak: JailbreakSource | None = None, releases: ReleaseBoard | None = None,
-                 feedback: FeedbackApi | None = None) -> None:
+                 feedback: FeedbackApi | None = None, review: ReviewApi | None = None) -> None:
         self._config = config
         self._feedback = feedback  # POST /api/feedback, GET /api/agreement (monitor.admin.feedback_api)
+        self._review = review  # GET /api/review (monitor.admin.review_api)
         self._registry = registry
         self._ready = ready
         self._pipeline = pipeline
@@ -287,6 +289,8 @@ class AdminServer:
         app.add_routes(self._api.routes())
         if self._feedback is not None:
             app.add_routes(self._feedback.routes())
+        if self._review is not None:
+            app.add_routes(self._review.routes())
         return app
 
     async def _page(self, request: web.Request) -> web.Response:
