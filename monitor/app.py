@@ -30,6 +30,7 @@ from exporters.jailbreak_rates import JailbreakCollector, JailbreakComparison
 from exporters.release_metrics import ReleaseBoard, ReleaseCollector
 from exporters.rolling import RollingCollector, RollingStats
 from monitor.admin.review_api import ReviewApi
+from monitor.admin.feedback_api import FeedbackApi
 from monitor.admin.server import AdminServer
 from monitor.evaluation.catalogue import metric_catalogue
 from monitor.admin.diagnosis import Setting
@@ -50,6 +51,9 @@ from monitor.feedback.review_queue import ReviewQueue
 from monitor.evaluation.registry import build_evaluators, prompt_versions
 from monitor.evaluation.stage import EvaluationStage
 from samplers.weight_gate import CellFactors, WeightGate
+from monitor.feedback.metrics import AgreementBoard, AgreementCollector
+from monitor.feedback.otlp import HumanVerdictTap
+from monitor.feedback.stage import FeedbackStage, build_feedback
 from monitor.fleet.decisions import FleetDecider
 from monitor.fleet.judge_budget import FleetJudgeBudget
 from monitor.fleet.link import FleetLink
@@ -149,6 +153,10 @@ class Sidecar:
         self.releases = ReleaseBoard()
         if config.regressions.enabled:
             self.registry.register(ReleaseCollector(self.releases))
+        # Judge-vs-human agreement: published by the verdict join (built with the store), read at scrape time.
+        self.agreement = AgreementBoard()
+        self.registry.register(AgreementCollector(self.agreement))
+        self.feedback: FeedbackStage | None = None
         self._extra_consumers = tuple(result_consumers)
         self._sink = sink or NullConversationSink()
         self._components: list[Any] = []
@@ -228,6 +236,8 @@ class Sidecar:
                 RegressionEngine(time.time, engine_config(cfg.regressions)), self.releases, cfg.regressions,
                 source=self.store, service=lambda s: self.labels.admit("service", s, count=False),
                 telemetry=self.telemetry)
+        self.feedback = build_feedback(cfg.evaluation, cfg.judge, exp.store, cfg.review, self.telemetry,
+                                       self.agreement)
         self.jsonl = JsonlSink(exp.jsonl, self.telemetry) if exp.jsonl.path else None
         sinks: tuple[ResultConsumer, ...] = tuple(c for c in (self.store, self.jsonl, self.evaluation_events)
                                                   if c is not None)
@@ -239,7 +249,7 @@ class Sidecar:
         redact = Redactor(cfg.redaction, self.telemetry).redact_turn if cfg.redaction.enabled else None
         consumers: tuple[ResultConsumer, ...] = (LabelFanOut(self.labels, [c for c in (self.results, self.rolling, self.otlp_metrics)
                                                if c is not None]),
-                     self.jailbreak, *sinks,
+                     self.jailbreak, *sinks, self.feedback.join,
                      *((self.regression_feed,) if self.regression_feed is not None and self.store is None else ()),
                      *self._extra_consumers)
         # Results of a capped policy wait for their post-stratified weight (samplers.weighting).
@@ -259,7 +269,9 @@ class Sidecar:
                                                  self.telemetry)
         self.assembler = Assembler(cfg.assembly, self.conversations, self.telemetry)
         self.forwarder = Forwarder(cfg.forward, self.telemetry) if cfg.forward.endpoint else None
-        ingest = Ingest(self.assembler, self.telemetry, self._executor, max_chars=cfg.assembly.max_attribute_chars,
+        # People's verdicts sent as evaluation events are taken out before assembly (monitor.feedback.otlp).
+        tap = HumanVerdictTap(self.assembler, self.feedback.join, self.feedback.rules, self.telemetry)
+        ingest = Ingest(tap, self.telemetry, self._executor, max_chars=cfg.assembly.max_attribute_chars,
                         selection=span_attributes_read(cfg.assembly.mapping))
         self.http = (OtlpHttpReceiver(cfg.receivers.http, ingest, self.telemetry, self.forwarder)
                      if cfg.receivers.http.enabled else None)
@@ -279,8 +291,9 @@ class Sidecar:
             self._fleet_collector = FleetCollector(link, pending, held)
             self.registry.register(self._fleet_collector)
         # The review queue lists judged turns of the judge metrics (the store's, fleet-wide when
-        # shared); the feedback join filters out the reviewed ones once wired (``reviewed``).
+        # shared); the feedback join filters out the reviewed ones (``reviewed``).
         self.review_queue = (ReviewQueue(ReviewDesign(cfg.review), self.store, tuple(prompt_versions(evaluators)),
+                                         reviewed=self.feedback.join,
                                          writable=cfg.admin.review_token is not None
                                          or cfg.admin.review_token_file is not None)
                              if self.store is not None else None)
@@ -291,7 +304,10 @@ class Sidecar:
                                  catalogue=metric_catalogue(cfg.evaluation, cfg.judge.enabled), pipeline=pipeline,
                                  jailbreak=self.jailbreak,
                                  releases=self.releases if cfg.regressions.enabled else None,
-                                 review=ReviewApi(self.review_queue, read_token=read_token, telemetry=self.telemetry))
+                                 review=ReviewApi(self.review_queue, read_token=read_token, telemetry=self.telemetry),
+                                 feedback=FeedbackApi(self.feedback.intake, read_token=read_token,
+                                                      review_token=cfg.admin.resolve_review_token(),
+                                                      telemetry=self.telemetry))
         self.watch = PipelineWatch(self.registry, setting)
         forwarder = self.forwarder
         evaluation = self.evaluation
@@ -316,7 +332,8 @@ class Sidecar:
                                               lambda: assembler.pending_bytes)
         self.registry.register(self._collector)
         # Downstream first: the store before the admin server that queries it.
-        return [c for c in (self.store, self.fleet_windows, self.regression_feed, self.jsonl, self.otlp_metrics,
+        return [c for c in (self.store, self.fleet_windows, self.feedback.join, self.regression_feed, self.jsonl,
+                            self.otlp_metrics,
                             self.evaluation_events,
                             self.admin, self.watch,
                             self.fleet, self.fleet_traffic, self.judge, self.content_safety, self.weight_gate,

@@ -337,7 +337,16 @@ class VerdictJoin:
 
     # -- the review queue's question ---------------------------------------------------------------
     async def reviewed(self, keys: Sequence[Key]) -> set[Key]:
-        """The pairs among ``keys`` that hold a person's verdict (``monitor.feedback.review.ReviewedPairs``)."""
+        """The pairs among ``keys`` that hold a person's verdict (``monitor.feedback.review.ReviewedPairs``).
+        Callable from another thread's loop (the admin server's): the work runs on the pipeline's."""
+        loop = self._loop
+        if loop is None:
+            raise StoreUnavailable("the verdict join is not running")
+        if loop is not asyncio.get_running_loop():
+            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._reviewed(keys), loop))
+        return await self._reviewed(keys)
+
+    async def _reviewed(self, keys: Sequence[Key]) -> set[Key]:
         wanted = set(keys)
         out = {k[:2] for k in (*self._pending, *self._seen) if k[:2] in wanted}
         if self._store is not None:
