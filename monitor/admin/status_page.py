@@ -5,6 +5,9 @@ The page holds no conversation text: its script fetches ``/api/summary``, ``/api
 question or judge reason stays text. A token given in the URL fragment (``/#token=…``, never the
 query string: fragments are not sent to servers or logged) is kept in ``sessionStorage``, removed
 from the address bar and sent as ``Authorization: Bearer``; on a 401 the page asks for it.
+With a review token configured (``admin.review_token``) the page ends with a review view
+(``/api/review``): the reviewer types that token and an id, kept in the tab's memory only, and
+agrees, disagrees or gives a value per judged turn (``POST /api/feedback``).
 ``/#metric=<id>`` preselects the worst-turns filter (the page keeps it there as it changes).
 Times are shown in the browser's time zone, named on the page.
 
@@ -41,7 +44,8 @@ def _asset(name: str) -> str:
 _STYLE = _asset("status.css")
 # One inline script (one CSP hash) built from small files, in dependency order.
 _SCRIPT_PARTS = ("status_common.js", "status_chart.js", "status_pipeline.js", "status_metrics.js",
-                 "status_incidents.js", "status_releases.js", "status_turns.js", "status.js")
+                 "status_incidents.js", "status_releases.js", "status_turns.js", "status_agreement.js",
+                 "status.js")
 _SCRIPT = "\n".join(_asset(name) for name in _SCRIPT_PARTS).replace("__REFRESH_MS__", str(REFRESH_SECONDS * 1000))
 _BODY = _asset("status_body.html")
 
