@@ -74,7 +74,8 @@ class FleetConfig(BaseModel):
         2.0, gt=0, le=60, description="how often a replica says it is alive (the fleet size counts those seen "
                                       "within three heartbeats)")
     sync_seconds: float = Field(
-        0.5, gt=0, le=10, description="how often arrival counts are pushed and the fleet's figures read back")
+        0.5, gt=0, le=10, description="how often a failed read of the fleet's counts is retried (they are read "
+                                      "once each weight interval is final), and part of the grace before it is")
     max_batch_wait_seconds: float = Field(
         1.0, ge=0.02, le=5, description="how long a decision batch may gather turns when traffic is light (the "
                                          "window doubles after each small batch up to this, and falls back to 20 ms "

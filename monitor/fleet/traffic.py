@@ -9,9 +9,10 @@ for the decisions that won (so a conversation counts once, on the replica that d
 * ``c|<p>/<node>|a``, ``|s``, ``|k``: arrivals, selected and kept of each post-stratification
   cell (``samplers.weighting``).
 
-A background task reads the hashes of closed intervals back (one pipelined round trip every
-``fleet.sync_seconds``, each closed interval read until it is final: closed at least ``grace``
-seconds ago, by when every decision of it has landed). All replicas read the same final figures,
+A background task reads the hashes of closed intervals back once they are final (closed at least
+``grace`` seconds ago, by when every decision of it has landed): it wakes when the next one
+becomes final or an old one is asked for (one pipelined round trip), and retries every
+``fleet.sync_seconds`` while Redis does not answer. All replicas read the same final figures,
 so they compute the same probabilities at the same aligned moments and the same weight factors.
 """
 
@@ -62,6 +63,7 @@ class FleetTraffic:
         self._partial: dict[int, dict[str, int]] = {}
         self._wanted: set[int] = set()
         self._task: asyncio.Task[None] | None = None
+        self._asked = asyncio.Event()  # an old interval was asked for: read it now
 
     # -- naming ----------------------------------------------------------------------------
 
@@ -111,8 +113,9 @@ class FleetTraffic:
         end = (interval + 1) * self.interval_seconds
         now = self._link.server_time()
         if now < end + self._settle:
-            if now >= end + self.grace:
+            if now >= end + self.grace and interval not in self._wanted:
                 self._wanted.add(interval)  # an old interval (a resumed turn): read it at the next sync
+                self._asked.set()
             return None
         self._telemetry.add(WEIGHTS_UNSETTLED, scope="fleet")
         return 1.0
@@ -202,10 +205,27 @@ class FleetTraffic:
         for interval in [i for i in self._partial if i < oldest_useful and i not in self._wanted]:
             del self._partial[interval]
 
+    def _next_due(self, now: float) -> float:
+        """Seconds until the next interval can be read as final (it closes, then ``grace`` passes)."""
+        current = self.interval(now)
+        due = (current + 1) * self.interval_seconds + self.grace
+        if current - 1 not in self._final:
+            due = min(due, current * self.interval_seconds + self.grace)
+        return max(0.0, due - now)
+
     async def _run(self) -> None:
+        # Woken when an interval becomes due (every weight interval) or an old one is asked for,
+        # not every fleet.sync_seconds: an idle wake-up costs the sidecar CPU too. A failed read is
+        # retried every fleet.sync_seconds.
+        period = self._link.config.sync_seconds
         while True:
-            await self.sync()
-            await asyncio.sleep(self._link.config.sync_seconds)
+            ok = await self.sync()
+            self._asked.clear()
+            wait = period if not ok or self._wanted else max(period, self._next_due(self._link.server_time()))
+            try:
+                await asyncio.wait_for(self._asked.wait(), wait)
+            except TimeoutError:
+                pass
 
     async def start(self) -> None:
         if self._task is None:
