@@ -45,7 +45,9 @@ _STYLE = _asset("status.css")
 # One inline script (one CSP hash) built from small files, in dependency order.
 _SCRIPT_PARTS = ("status_common.js", "status_chart.js", "status_pipeline.js", "status_metrics.js",
                  "status_incidents.js", "status_releases.js", "status_turns.js", "status_agreement.js",
-                 "status.js")
+                 "status.js",
+                 # After the page's loop: it loads the queue once status.js has read the token.
+                 "status_review.js")
 _SCRIPT = "\n".join(_asset(name) for name in _SCRIPT_PARTS).replace("__REFRESH_MS__", str(REFRESH_SECONDS * 1000))
 _BODY = _asset("status_body.html")
 
