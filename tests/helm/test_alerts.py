@@ -116,7 +116,7 @@ def test_rules_use_only_series_rag_monitor_exports() -> None:
     import monitor.app  # noqa: F401  (imports every stage, so every counter is declared)
 
     for table in (declared_counters(), spec.SCRAPE_TIME, spec.EVALUATION, spec.ROLLING, spec.JUDGE, spec.SAMPLING,
-                  spec.RELEASES):
+                  spec.RELEASES, spec.AGREEMENT):
         for inst in table:
             exported.add(inst.name)
             if inst.kind == "histogram":
@@ -140,6 +140,11 @@ def test_counters_are_summed_across_replicas_by_deployment_and_service() -> None
         if rule["alert"] == "RagMonitorReleaseRegressed":
             assert ("max by (namespace, job, service, metric, baseline, candidate) "
                     "(rag_monitor_release_defect_rate_difference_lower) > 0") in rule["expr"]
+            assert "sum by" not in rule["expr"]
+        if rule["alert"] == "RagMonitorJudgeAgreementLow":
+            # The figure of the fleet's verdicts, alike on every replica: max, per metric and judge model.
+            assert ("max by (namespace, job, metric, judge_model) (rag_monitor_judge_agreement_rate_upper) < 0.7"
+                    in rule["expr"])
             assert "sum by" not in rule["expr"]
 
 
