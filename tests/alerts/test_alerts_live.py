@@ -72,6 +72,7 @@ TEST_VALUES: dict[str, Any] = {"alerts": {
     "judgeErrors": {"window": WINDOW, "for": FOR},
     "judgeBudgetExhausted": {"window": WINDOW, "for": FOR},
     "judgeCircuitOpen": {"window": "10s", "for": FOR},
+    "judgeAgreement": {"for": FOR},
     "spansDropped": {"window": WINDOW, "for": FOR},
     "noSpansReceived": {"window": WINDOW, "for": FOR},
     "evaluationQueueSaturated": {"window": WINDOW, "for": FOR},
@@ -169,7 +170,7 @@ class _Scenario:
         """A rule that fails to evaluate never fires: every loaded rule must evaluate cleanly."""
         groups = (await self.prom.api("rules"))["groups"]
         rules = [r for g in groups for r in g["rules"]]
-        assert len({r["name"] for r in rules}) == 10, [r["name"] for r in rules]
+        assert len({r["name"] for r in rules}) == 11, [r["name"] for r in rules]
         broken = {r["name"]: r.get("lastError") for r in rules if r["health"] != "ok"}
         assert not broken, broken
 
