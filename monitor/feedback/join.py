@@ -28,7 +28,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from monitor.feedback.metrics import (AGREEMENT_TOTAL, HUMAN_VERDICTS, HUMAN_VERDICTS_DROPPED, AgreementBoard,
                                       ScoredPair, summarize)
-from monitor.feedback.store import JoinedRow, JudgeSide, VerdictStore
+from monitor.feedback.store import MAX_BATCH, JoinedRow, JudgeSide, VerdictStore
 from monitor.feedback.verdicts import DefectRule, HumanVerdict
 from monitor.model import EvaluationResult, ScoreStatus
 from monitor.telemetry import QUEUE_DROPPED, Telemetry
@@ -42,6 +42,15 @@ VerdictKey = tuple[str, str, str]  # (trace id, metric, reviewer hash)
 QUEUE = "human_verdicts"  # rag_monitor_queue_dropped_total{queue=…}: OTLP verdicts refused while too many wait
 _MIN_REFRESH_GAP_SECONDS = 0.5  # a burst of joins costs one recomputation, not one each
 MAX_JUDGE_MODELS = 10  # distinct judge_model label values per metric; later ones read "other"
+_MAX_CHECK_SECONDS = 60.0  # the longest wait between two store look-ups of a pending verdict
+
+
+@dataclass(slots=True)
+class _Pending:
+    verdict: HumanVerdict
+    expires: float
+    next_check: float
+    interval: float
 
 
 class InclusionProbability(Protocol):
@@ -96,7 +105,10 @@ class VerdictJoin:
         self._retention = retention_seconds  # verdicts older than the store's other rows go with them
         self._next_retention = 0.0
         self._recent: OrderedDict[Key, JudgeSide] = OrderedDict()
-        self._pending: OrderedDict[VerdictKey, tuple[HumanVerdict, float]] = OrderedDict()
+        # Oldest first (so also in expiry order: one TTL for all). ``_waiting`` indexes them by
+        # (trace, metric), so a judge score finds its verdicts without a scan.
+        self._pending: OrderedDict[VerdictKey, _Pending] = OrderedDict()
+        self._waiting: dict[Key, set[VerdictKey]] = {}
         self._seen: OrderedDict[VerdictKey, None] = OrderedDict()  # idempotency without a store
         self._joined: deque[ScoredPair] = deque(maxlen=max_recent)  # the gauges' rows without a store
         self._in_flight: set[asyncio.Task[JoinState | None]] = set()
@@ -190,10 +202,21 @@ class VerdictJoin:
             table.popitem(last=False)
 
     def _hold(self, vkey: VerdictKey, verdict: HumanVerdict) -> None:
-        self._pending[vkey] = (verdict, self._clock() + self._ttl)
+        now = self._clock()
+        self._pending[vkey] = _Pending(verdict, now + self._ttl, now + self._poll, self._poll)
+        self._waiting.setdefault(vkey[:2], set()).add(vkey)
         while len(self._pending) > self._max_pending:
-            self._pending.popitem(last=False)
+            self._unhold(next(iter(self._pending)))
             self._telemetry.add(HUMAN_VERDICTS_DROPPED, reason="pending_full")
+
+    def _unhold(self, vkey: VerdictKey) -> HumanVerdict | None:
+        entry = self._pending.pop(vkey, None)
+        waiting = self._waiting.get(vkey[:2])
+        if waiting is not None:
+            waiting.discard(vkey)
+            if not waiting:
+                del self._waiting[vkey[:2]]
+        return entry.verdict if entry is not None else None
 
     async def _look_up(self, key: Key) -> JudgeSide | None:
         if self._store is None:
@@ -224,9 +247,9 @@ class VerdictJoin:
                              stamped if isinstance(stamped, str) else None)
             self._recent[key] = side
             self._recent.move_to_end(key)
-            if self._pending:
-                for vkey in [k for k in self._pending if k[:2] == key]:
-                    verdict, _ = self._pending.pop(vkey)
+            for vkey in tuple(self._waiting.get(key, ())):
+                verdict = self._unhold(vkey)
+                if verdict is not None:
                     self._count(verdict, side)
         while len(self._recent) > self._max_recent:
             self._recent.popitem(last=False)
@@ -270,25 +293,42 @@ class VerdictJoin:
             self._store_failed(exc)
 
     def _expire(self, now: float) -> None:
-        expired = [k for k, (_, until) in self._pending.items() if until <= now]
-        for k in expired:
-            del self._pending[k]
+        expired = 0
+        while self._pending:
+            vkey, entry = next(iter(self._pending.items()))
+            if entry.expires > now:
+                break
+            self._unhold(vkey)
+            expired += 1
         if expired:
-            self._telemetry.add(HUMAN_VERDICTS_DROPPED, len(expired), reason="expired")
+            self._telemetry.add(HUMAN_VERDICTS_DROPPED, expired, reason="expired")
 
     async def _poll_store(self) -> None:
         assert self._store is not None
-        keys = list(dict.fromkeys(k[:2] for k in self._pending))[:5000]
+        # Each pending verdict is looked for again after a delay that doubles up to a minute: a
+        # verdict on a turn that was never sampled waits out its TTL without a query every poll.
+        now = self._clock()
+        due: dict[Key, None] = {}
+        for vkey, entry in self._pending.items():
+            if entry.next_check <= now:
+                due[vkey[:2]] = None
+                entry.interval = min(_MAX_CHECK_SECONDS, entry.interval * 2)
+                entry.next_check = now + entry.interval
+                if len(due) >= MAX_BATCH:
+                    break
+        if not due:
+            return
         try:
-            found = await self._store.judged(keys)
+            found = await self._store.judged(list(due))
         except Exception as exc:
             self._store_failed(exc)
             return
         self._store_ok()
-        for vkey in [k for k in self._pending if k[:2] in found]:
-            entry = self._pending.pop(vkey, None)
-            if entry is not None:
-                self._count(entry[0], found[vkey[:2]])
+        for key, side in found.items():
+            for vkey in tuple(self._waiting.get(key, ())):
+                verdict = self._unhold(vkey)
+                if verdict is not None:
+                    self._count(verdict, side)
 
     async def refresh(self) -> None:
         """Recompute the agreement snapshot (the store's joined rows, or the joins in memory)."""

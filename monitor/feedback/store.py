@@ -99,7 +99,8 @@ def _in(mark: str, n: int) -> str:
 
 
 def _judged_sql(mark: str, n: int) -> str:
-    return ("SELECT r.trace_id, s.metric, s.outcome, s.value, s.judge_model FROM results r JOIN scores s ON s.result_id = r.id "
+    return ("SELECT r.trace_id, s.metric, s.outcome, s.value, s.judge_model "
+            "FROM results r JOIN scores s ON s.result_id = r.id "
             f"WHERE r.trace_id IN {_in(mark, n)} AND s.status = 'ok'")
 
 

@@ -40,7 +40,8 @@ async def test_verdict_events_before_and_after_the_judge_give_the_agreement_metr
             await tool.verdict(after, {**HUMAN, "gen_ai.evaluation.score.label": "fail",
                                  "rag_monitor.reviewer.id": "alice"})  # fail reads as defect: agrees
             before = app.turn()  # held in the app's batch: the verdict arrives first
-            await tool.verdict(before, {**HUMAN, "gen_ai.evaluation.score.value": 5.0, "rag_monitor.reviewer.id": "bob"})
+            await tool.verdict(before, {**HUMAN, "gen_ai.evaluation.score.value": 5.0,
+                                        "rag_monitor.reviewer.id": "bob"})
             await until(lambda: _value(sidecar, "rag_monitor_human_verdicts_total", source="otlp",
                                        state="pending") == 1)
             await app.flush()
