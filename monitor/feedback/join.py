@@ -161,7 +161,11 @@ class VerdictJoin:
         loop = self._loop
         if loop is None:
             raise StoreUnavailable("the verdict join is not running")
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.submit(verdict), loop))
+        try:
+            future = asyncio.run_coroutine_threadsafe(self.submit(verdict), loop)
+        except RuntimeError as exc:  # the pipeline's loop closed under us: shutting down
+            raise StoreUnavailable("the monitor is shutting down") from exc
+        return await asyncio.wrap_future(future)
 
     async def submit(self, verdict: HumanVerdict) -> JoinState:
         """Store the verdict and join it now if the judge's score is known, else leave it pending."""
