@@ -13,7 +13,8 @@ from opentelemetry._logs import SeverityNumber
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
+from opentelemetry.sdk._logs.export import LogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
@@ -97,10 +98,12 @@ class App:
 class ReviewTool:
     """Sends people's verdicts as GenAI evaluation events with the real SDK (OTLP/HTTP logs)."""
 
-    def __init__(self, port: int, scope: str = "review-tool") -> None:
+    def __init__(self, port: int, scope: str = "review-tool", *, grpc: bool = False) -> None:
         self.provider = LoggerProvider(resource=Resource.create({"service.name": "review-tool"}))
-        self.provider.add_log_record_processor(
-            SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"http://127.0.0.1:{port}/v1/logs")))
+        exporter: LogRecordExporter = (
+            GrpcLogExporter(endpoint=f"127.0.0.1:{port}", insecure=True) if grpc
+            else OTLPLogExporter(endpoint=f"http://127.0.0.1:{port}/v1/logs"))
+        self.provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
         self.logger = self.provider.get_logger(scope)
 
     async def verdict(self, trace_id: str, attributes: dict[str, Any]) -> None:

@@ -26,13 +26,15 @@ def _value(sidecar: Sidecar, name: str, **labels: str) -> float:
     return sidecar.registry.get_sample_value(name, labels) or 0.0
 
 
-async def test_verdict_events_before_and_after_the_judge_give_the_agreement_metric() -> None:
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+async def test_verdict_events_before_and_after_the_judge_give_the_agreement_metric(transport) -> None:
     async with JudgeServer(default=reply_json(COHERENCE_DEFECT)) as judge:
         results = Results()
         sidecar = Sidecar(feedback_config(judge.base_url), sink=RecordingSink(), registry=CollectorRegistry(),
                           result_consumers=[results])
         await sidecar.start()
-        app, tool = App(sidecar.http.port), ReviewTool(sidecar.http.port)
+        app = App(sidecar.http.port)
+        tool = (ReviewTool(sidecar.grpc.port, grpc=True) if transport == "grpc" else ReviewTool(sidecar.http.port))
         try:
             after = app.turn()
             await app.flush()
