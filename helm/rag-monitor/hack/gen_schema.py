@@ -50,6 +50,7 @@ REMOVED_CONFIG_FIELDS: tuple[tuple[str, ...], ...] = (
     ("receivers", "grpc", "host"),
     ("receivers", "grpc", "port"),
     ("admin", "bearer_token"),
+    ("admin", "review_token"),
     ("admin", "host"),
     ("admin", "port"),
     ("fleet", "redis_url"),

@@ -21,6 +21,13 @@ directly; in sidecar mode a parent chart includes the public "rag-monitor.sideca
       name: {{ . }}
       key: {{ $.Values.adminAuth.secretKey }}
 {{- end }}
+{{- with .Values.reviewAuth.existingSecret }}
+- name: RAG_MONITOR_ADMIN__REVIEW_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.reviewAuth.secretKey }}
+{{- end }}
 {{- with .Values.judgeApiKey.secretName }}
 - name: RAG_MONITOR_JUDGE__API_KEY
   valueFrom:
