@@ -180,8 +180,9 @@ class VerdictJoin:
                 new = await self._store.save(verdict, p)
             except Exception as exc:
                 self._telemetry.add(HUMAN_VERDICTS_DROPPED, reason="store_error")
-                log.warning("feedback: storing a verdict failed: %r", exc)
+                self._store_failed(exc)  # logged once per failing streak, counted every time
                 raise StoreUnavailable(f"the result store did not take the verdict ({type(exc).__name__})") from exc
+            self._store_ok()
             if not new:
                 return self._duplicate(verdict)
         else:

@@ -3,6 +3,8 @@ replica 2, whether the verdict comes first or second, and every replica exports 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -79,3 +81,29 @@ async def test_a_verdict_on_replica_1_joins_the_judge_score_stored_by_replica_2(
 async def _stored(sidecar: Sidecar, trace_id: str) -> bool:
     found = await sidecar.feedback.join._store.judged([(trace_id, "coherence")])  # noqa: SLF001
     return bool(found)
+
+
+async def test_a_store_that_is_down_answers_503_and_the_verdict_can_be_sent_again(postgres_server,
+                                                                                 postgres_url: str) -> None:
+    store = {**_store(postgres_url), "timeout_seconds": 1}
+    sidecar = Sidecar(feedback_config("http://127.0.0.1:9/v1", store=store), sink=RecordingSink(),
+                      registry=CollectorRegistry())
+    await sidecar.start()
+    body = {"trace_id": "0af7651916cd43dd8448eb211c80319c", "metric": "coherence", "verdict": "pass",
+            "reviewer": "gus"}
+    try:
+        await asyncio.to_thread(postgres_server.stop)
+        status, doc = await post_verdict(sidecar, body)
+        assert status == 503 and "result store" in doc["error"], doc
+        assert sidecar.registry.get_sample_value("rag_monitor_human_verdicts_dropped_total",
+                                                 {"reason": "store_error"}) == 1.0
+        await asyncio.to_thread(postgres_server.start)
+        status, doc = await until_async(lambda: _accepted(sidecar, body))
+        assert doc["join"]["state"] == "pending"
+    finally:
+        await sidecar.shutdown()
+
+
+async def _accepted(sidecar: Sidecar, body: dict) -> tuple[int, dict] | None:
+    status, doc = await post_verdict(sidecar, body)
+    return (status, doc) if status == 202 else None
