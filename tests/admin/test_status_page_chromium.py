@@ -185,7 +185,7 @@ async def test_page_shows_the_api_numbers_meanings_and_hostile_text_as_text(tmp_
     assert HOSTILE in bad.text
     assert dom.one(data_field="status").text.startswith("updated ")
     assert all(m.text == "" for m in dom.find_all(data_field="message"))
-    assert dom.one("form").attrs.get("hidden") is not None
+    assert dom.one("form", id="auth").attrs.get("hidden") is not None
 
 
 async def test_pipeline_strip_and_findings_tell_an_empty_page_from_broken_ingest(tmp_path):
@@ -240,7 +240,7 @@ async def test_token_in_the_fragment_unlocks_the_page(tmp_path):
     # Without it: no data, a visible prompt for the token, the API's reason.
     assert not [n for n in locked.iter() if "data-metric" in n.attrs]
     assert not locked.find_all("article")
-    assert locked.one("form").attrs.get("hidden") is None
+    assert locked.one("form", id="auth").attrs.get("hidden") is None
     messages = {m.attrs["id"]: m.text for m in locked.find_all(data_field="message")}
     assert all("HTTP 401" in m for m in messages.values()), messages
     assert sorted(messages) == ["incidents-message", "pipeline-message", "rates-message", "releases-message",
