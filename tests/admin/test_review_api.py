@@ -14,14 +14,16 @@ import aiohttp
 
 from exporters.config import StoreConfig
 from exporters.result_store import ResultStore
+from exporters.store_postgres import PostgresStore
 from monitor.admin.review_api import ReviewApi
 from monitor.feedback.review import ReviewDesign, draw_number
 from monitor.feedback.review_config import ReviewConfig
 from monitor.feedback.review_queue import ReviewQueue
-from monitor.feedback.store import SqliteVerdicts
+from monitor.feedback.store import PostgresVerdicts, SqliteVerdicts
 from monitor.feedback.verdicts import HumanVerdict
 from monitor.model import EvaluationResult, Score, Turn
 from tests.admin.doubles import NOW, admin_server
+from tests.support.postgres_server import postgres_server, postgres_url  # noqa: F401  (fixtures)
 from tests.support.recording import RecordingTelemetry
 
 N = 400
@@ -139,3 +141,37 @@ async def test_old_turns_leave_the_queue_and_no_store_is_a_503(tmp_path: Path) -
     async with admin_server(review=ReviewApi(None, read_token=None)) as server:
         status, doc = await get(server.port, "/api/review")
         assert status == 503 and "exporters.store.enabled" in doc["error"]
+
+
+async def test_replicas_sharing_postgresql_list_the_same_fleet_wide_queue(postgres_url: str) -> None:
+    # Two replicas each stored half of the judged turns; a verdict reached the fleet's table. Both
+    # list the same queue: every drawn pair of the fleet, less the reviewed one.
+    config = StoreConfig.model_validate({"url": postgres_url, "flush_interval_seconds": 0.02, "timeout_seconds": 5})
+    replicas = [PostgresStore(config, RecordingTelemetry(), clock=lambda: NOW - 60, replica_id=f"r{i}")
+                for i in range(2)]
+    await asyncio.gather(*(r.start() for r in replicas))
+    verdicts = PostgresVerdicts(postgres_url)
+    await verdicts.start()
+    try:
+        for n in range(N):
+            replicas[n % 2].consume_result(judged(n))
+
+        async def written() -> None:
+            while await replicas[0].count() < 2 * N:
+                await asyncio.sleep(0.02)  # polling the database, bounded by the deadline below
+
+        await asyncio.wait_for(written(), 20)
+        reviewed = sorted(expected("pass"))[0]
+        await verdicts.save(HumanVerdict(reviewed, "groundedness", "defect", None, "h" * 16, "api", NOW - 30), 0.05)
+        docs = []
+        for replica in replicas:
+            queue = ReviewQueue(ReviewDesign(CONFIG), replica, ["groundedness"], reviewed=verdicts, clock=lambda: NOW)
+            docs.append(await queue.document())
+        keys = [[(i["trace_id"], i["stratum"]) for i in doc["items"]] for doc in docs]
+        assert keys[0] == keys[1]
+        assert {t for t, s in keys[0] if s == "defect"} == expected("defect")
+        assert {t for t, s in keys[0] if s == "pass"} == expected("pass") - {reviewed}
+    finally:
+        await verdicts.shutdown(asyncio.get_running_loop().time() + 5)
+        deadline = asyncio.get_running_loop().time() + 10
+        await asyncio.gather(*(r.shutdown(deadline) for r in replicas))
