@@ -23,7 +23,8 @@ Endpoints (all ``GET``, all JSON, ``Cache-Control: no-store``; busy: 503 + ``Ret
     skipped), ``status``, ``value`` (null unless scored), ``scale`` ([min, max]), ``label``,
     ``reason``, ``error_type``, ``weight``, ``sampling_policy``, ``trace_id``, ``span_id``,
     ``conversation_id``, ``service``, ``labels``, ``turn_start`` (unix s or null),
-    ``question``/``answer`` (excerpts) with ``question_truncated``/``answer_truncated``.
+    ``question``/``answer`` (excerpts) with ``question_truncated``/``answer_truncated``,
+    ``judge_model``/``prompt_version`` (the judge's identity; null for local metrics).
 
 ``/api/releases``
     ``{"services": [{"service", "versions": [{"version", "first_seen", "last_seen",
@@ -292,6 +293,7 @@ def evaluation_item(row: StoredEvaluationView, excerpt_chars: int = 500) -> dict
         "service": row.service, "labels": dict(row.labels),
         "turn_start": row.turn_start_unix_nano / 1e9 if row.turn_start_unix_nano else None,
         "question": question, "question_truncated": q_cut, "answer": answer, "answer_truncated": a_cut,
+        "judge_model": row.judge_model, "prompt_version": row.prompt_version,
     }
 
 

@@ -11,6 +11,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from prometheus_client import CollectorRegistry
@@ -132,6 +133,18 @@ async def test_a_silent_model_update_splits_the_series_and_shows_in_the_store(tm
                 await results.wait(i + 1)  # one at a time: the scripted replies go in order
             await asyncio.to_thread(provider.shutdown)
             counts = _samples(sidecar, "rag_monitor_evaluations_total")
+
+            async def stored(n: int) -> dict[str, Any]:  # the store writes in batches, off the results' path
+                async with aiohttp.ClientSession() as session:
+                    while True:
+                        url = f"http://127.0.0.1:{sidecar.admin.port}/api/evaluations?metric=coherence"
+                        async with session.get(url) as r:
+                            doc: dict[str, Any] = await r.json()
+                        if doc.get("count") == n:
+                            return doc
+                        await asyncio.sleep(0.05)
+
+            api = await asyncio.wait_for(stored(6), 20)
             version = prompt_versions(build_evaluators(_config(judge.base_url, store).evaluation, NoJudge()))
         finally:
             await sidecar.shutdown()
@@ -146,3 +159,6 @@ async def test_a_silent_model_update_splits_the_series_and_shows_in_the_store(tm
         [("coherence", "defect", "gpt-4o-2026-06-01")] * 3 + [("coherence", "pass", "gpt-4o-2026-01-15")] * 3)
     assert {p for m, _, _, p in rows if m == "coherence"} == {version["coherence"]}
     assert {(j, p) for m, _, j, p in rows if m != "coherence"} == {(None, None)}
+    # /api/evaluations names them too, newest first.
+    assert [(i["judge_model"], i["prompt_version"]) for i in api["items"]] == (
+        [("gpt-4o-2026-06-01", version["coherence"])] * 3 + [("gpt-4o-2026-01-15", version["coherence"])] * 3)
