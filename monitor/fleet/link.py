@@ -89,7 +89,9 @@ class FleetLink:
 
     def _default_client(self) -> aioredis.Redis:
         timeout = self.config.timeout_seconds
-        kwargs: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout,
+        # Every operation is bounded by run()'s own timeout (and ping/zrem by theirs): a socket
+        # timeout on top would wrap each read in one more timer, ~70 us of CPU a call for nothing.
+        kwargs: dict[str, Any] = {"socket_timeout": None, "socket_connect_timeout": timeout,
                                   "health_check_interval": 0, "retry_on_timeout": False,
                                   "decode_responses": True}
         if self._password is not None:
