@@ -21,7 +21,8 @@ KERNEL = {"monitor", "monitor.model", "monitor.interfaces", "monitor.telemetry",
 
 # A stage may use only the stages listed here (besides itself and the kernel). The composition
 # root (monitor.app, monitor.cli, monitor.config, monitor.startup, monitor.config_hints), the
-# offline tools (monitor.offline), the demo and the rag_monitor API compose stages and are free.
+# offline tools (monitor.offline, monitor.calibration), the demo and the rag_monitor API compose
+# stages and are free.
 ALLOWED: dict[str, set[str]] = {
     "monitor.receivers": set(),
     "monitor.assembly": set(),
@@ -39,6 +40,9 @@ ALLOWED: dict[str, set[str]] = {
     # Feeds the statistics from the results or the store and publishes to the exporters' board.
     "monitor.regression_feed": {"monitor.regression", "monitor.regression_config", "exporters"},
     "monitor.regression_config": {"exporters"},  # label names it must not clash with
+    # Human verdicts: joined with the judge's scores (the metrics' defect rules, the judge's model),
+    # stored and counted by the exporters, their agreement's interval from the calibration statistics.
+    "monitor.feedback": {"exporters", "monitor.evaluation", "monitor.judge", "monitor.calibration"},
 }
 
 _PROBE = """

@@ -212,7 +212,7 @@ def instruments_page() -> str:
     groups = [("Evaluation", spec.EVALUATION), ("Rolling defect rates", spec.ROLLING),
               ("Jailbreak comparison", spec.JAILBREAK), ("Judge", spec.JUDGE), ("Sampling", spec.SAMPLING),
               ("Read at scrape time", spec.SCRAPE_TIME), ("Fleet", spec.FLEET),
-              ("Releases and regressions", spec.RELEASES),
+              ("Releases and regressions", spec.RELEASES), ("Judge vs people", spec.AGREEMENT),
               ("Self-telemetry counters", declared_counters())]
     lines = [HEADER, "# Prometheus instruments", "",
              "Every instrument on `/metrics` (prefix `rag_monitor_`), from the spec table (`exporters/spec.py`) and "
