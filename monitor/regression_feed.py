@@ -15,10 +15,12 @@ comparisons, detector states and versions are published as one immutable snapsho
 settled time. Replicas write to the fleet's store a second or so after they evaluate, so ids do
 not follow evaluation times exactly; observing only settled rows, sorted by time, gives every
 replica the same sequence — and so the same figures — whenever it refreshes or restarts. The
-release comparisons are taken at the end of each time step (``release_bucket_seconds``) only: the
-engine narrows an interval to its intersection with the earlier ones at every call, so calls at
-each replica's own refresh moments would give each replica its own bounds. They are published
-with up to one step (plus ``settle_seconds``) of lag; versions, counts and the change detector
+release comparisons are taken at the end of each time step (``release_bucket_seconds``) only, so
+that every replica publishes the same figures at the same moments whatever its refresh times (an
+earlier engine narrowed its running interval at every call, which made each replica's bounds
+depend on its refresh moments; it now narrows once per closed step, and this schedule keeps the
+published figures identical across replicas either way). They are published with up to one step
+(plus ``settle_seconds``) of lag; versions, counts and the change detector
 are published at every refresh. The conversion (JSON labels), the engine and the snapshot run in a worker
 thread under one lock, so the event loop only awaits. At start the feed reads
 ``history_hours`` back, so a restarted replica compares releases at once.
