@@ -64,13 +64,19 @@ _BATCH = 512
 # for every few conversations: the fleet's cost follows round trips, benchmarks/README-fleet.md).
 _GATHER_SECONDS = 0.02
 _SMALL_BATCH = 16
-_SEP = "\x1f"
+_SEP = "\x1f"  # between a proposal's nodes
+_FIELD = "\x1e"  # between a proposal's fields, and between the replies of a list
+# A stratum comes from turn data: a separator in it must not shift the script's fields.
+_UNSEPARATED = str.maketrans({_SEP: "?", _FIELD: "?"})
 
 # KEYS[1]: the proposals' interval traffic hash; KEYS[2]: the replicas' heartbeat set; KEYS[3 .. 2+P]:
 # proposals' decision keys; KEYS[3+P ..]: lookups' decision keys. ARGV[1]: TTL ms; ARGV[2]: traffic
-# TTL s; ARGV[3]: P; ARGV[4], ARGV[5]: heartbeat replica id ("" for none) and alive seconds; then per
-# proposal: decision JSON, cell ("" when 1/p is final), outcome, nodes joined by \31.
-# Returns {proposals: "" where it won, else the decision stored; lookups: decision or ""; heartbeat}.
+# TTL s; ARGV[3]: P; ARGV[4], ARGV[5]: heartbeat replica id ("" for none) and alive seconds; then one
+# argument per proposal: decision JSON, cell ("" when 1/p is final), outcome and nodes (joined by
+# \31), separated by \30. Returns {proposals: "" where it won, else the decision stored; lookups:
+# the decision or ""; each list joined by \30 (JSON never holds a raw \30); heartbeat}. One argument
+# and one reply string per list rather than per field: the client's encoding and parsing of each
+# element was most of the fleet's CPU per conversation (benchmarks/README-fleet.md).
 _EXCHANGE = HEARTBEAT_LUA + """
 local ttl = ARGV[1]
 local count = tonumber(ARGV[3])
@@ -78,21 +84,19 @@ local traffic = KEYS[1]
 local proposed, looked, beat = {}, {}, {}
 for i = 1, count do
   local key = KEYS[2 + i]
-  local base = 6 + (i - 1) * 4
   local existing = redis.call('GET', key)
   if existing then
     proposed[i] = existing
   else
-    redis.call('SET', key, ARGV[base], 'PX', ttl)
+    local decision, cell, outcome, nodes = string.match(ARGV[5 + i], '^(.-)\\030(.-)\\030(.-)\\030(.*)$')
+    redis.call('SET', key, decision, 'PX', ttl)
     proposed[i] = ''
-    local cell = ARGV[base + 1]
-    local outcome = ARGV[base + 2]
     if cell ~= '' then
       redis.call('HINCRBY', traffic, 'c|' .. cell .. '|a', 1)
       if outcome ~= 'not_sampled' then redis.call('HINCRBY', traffic, 'c|' .. cell .. '|s', 1) end
       if outcome == 'sampled' then redis.call('HINCRBY', traffic, 'c|' .. cell .. '|k', 1) end
     end
-    for node in string.gmatch(ARGV[base + 3], '[^\\031]+') do
+    for node in string.gmatch(nodes, '[^\\031]+') do
       redis.call('HINCRBY', traffic, 'n|' .. node, 1)
     end
   end
@@ -108,7 +112,7 @@ for i = 3 + count, #KEYS do
   end
 end
 if ARGV[4] ~= '' then beat = heartbeat(KEYS[2], ARGV[4], ARGV[5]) end
-return {proposed, looked, beat}
+return {table.concat(proposed, '\\030'), table.concat(looked, '\\030'), beat}
 """
 
 # KEYS: decision keys; ARGV[1]: TTL ms; ARGV[2..]: decisions. SET NX each (write-back after an outage).
@@ -308,8 +312,15 @@ class FleetDecider:
             cell = ""
             if proposal.decision.cell is not None:
                 _, _, cell = proposal.decision.cell.split("/", 2)  # "<p>/<node>" within the interval's hash
-            args += [encode_decision(proposal.decision), cell, proposal.outcome, _SEP.join(proposal.nodes)]
-        return await self._link.script(_EXCHANGE, keys, args)
+            nodes = _SEP.join(n.translate(_UNSEPARATED) for n in proposal.nodes)
+            args.append(_FIELD.join((encode_decision(proposal.decision), cell.translate(_UNSEPARATED),
+                                     proposal.outcome, nodes)))
+        reply = await self._link.script(_EXCHANGE, keys, args)
+        if reply is None:
+            return None
+        proposed = reply[0].split(_FIELD) if proposals else []
+        looked = reply[1].split(_FIELD) if lookups else []
+        return proposed, looked, reply[2]
 
     def _settle_proposals(self, proposals: list[_Proposal], replies: list[str]) -> None:
         for proposal, text in zip(proposals, replies):
