@@ -25,13 +25,13 @@ from typing import Any, Mapping, Protocol
 
 from aiohttp import web
 
-from monitor.admin.api import decide_access, encode_json
-from monitor.telemetry import REQUESTS_REJECTED, Telemetry
+from monitor.admin.api import encode_json
+from monitor.admin.responses import error_response, json_response, read_refusal, rejected
+from monitor.telemetry import Telemetry
 
 __all__ = ["FeedbackApi", "VerdictIntake", "MAX_BODY_BYTES"]
 
 MAX_BODY_BYTES = 16 * 1024  # a verdict is a few hundred bytes
-_TRANSPORT = "admin"
 
 
 class VerdictIntake(Protocol):
@@ -45,18 +45,6 @@ class VerdictIntake(Protocol):
     def agreement(self) -> Mapping[str, Any]:
         """The ``/api/agreement`` document."""
         ...
-
-
-def _json(document: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(body=encode_json(document), status=status, content_type="application/json",
-                        charset="utf-8", headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
-                                                  **(headers or {})})
-
-
-def _error(status: int, message: str, parameter: str | None = None,
-           headers: Mapping[str, str] | None = None) -> web.Response:
-    doc = {"error": message} if parameter is None else {"error": message, "parameter": parameter}
-    return _json(doc, status, headers)
 
 
 def _bearer(authorization: str | None) -> str:
@@ -85,32 +73,28 @@ class FeedbackApi:
         return [web.post("/api/feedback", self._feedback), web.get("/api/agreement", self._agreement)]
 
     def _rejected(self, reason: str) -> None:
-        if self._telemetry is not None:
-            self._telemetry.add(REQUESTS_REJECTED, transport=_TRANSPORT, reason=reason)
+        rejected(self._telemetry, reason)
 
     async def _agreement(self, request: web.Request) -> web.StreamResponse:
-        decision = decide_access(remote=request.remote, host=request.headers.get("Host"),
-                                 authorization=request.headers.get("Authorization"), token=self._read)
-        if not decision.allowed:
-            self._rejected(decision.reason)
-            headers = {"WWW-Authenticate": 'Bearer realm="rag-monitor"'} if decision.status == 401 else None
-            return _error(decision.status, decision.message, headers=headers)
+        refusal = read_refusal(request, self._read, self._telemetry)
+        if refusal is not None:
+            return refusal
         if request.query:
-            return _error(400, "this endpoint takes no parameters", next(iter(request.query)))
-        return _json(self._intake.agreement())
+            return error_response(400, "this endpoint takes no parameters", next(iter(request.query)))
+        return json_response(encode_json(self._intake.agreement()))
 
     def _authorize_write(self, request: web.Request) -> web.Response | None:
         if self._write is None:
             self._rejected("not_found")
-            return _error(404, "human verdicts over the API are off: set admin.review_token (or review_token_file)")
+            return error_response(404, "human verdicts over the API are off: set admin.review_token (or review_token_file)")
         given = _bearer(request.headers.get("Authorization")).encode()
         if given and hmac.compare_digest(given, self._write):
             return None
         if given and self._read is not None and hmac.compare_digest(given, self._read):
             self._rejected("forbidden")
-            return _error(403, "the read token (admin.bearer_token) cannot write verdicts: send admin.review_token")
+            return error_response(403, "the read token (admin.bearer_token) cannot write verdicts: send admin.review_token")
         self._rejected("unauthenticated")
-        return _error(401, "send Authorization: Bearer <admin.review_token>",
+        return error_response(401, "send Authorization: Bearer <admin.review_token>",
                       headers={"WWW-Authenticate": 'Bearer realm="rag-monitor-review"'})
 
     async def _feedback(self, request: web.Request) -> web.StreamResponse:
@@ -119,7 +103,7 @@ class FeedbackApi:
             return refused
         if self._in_flight >= self._max_in_flight:
             self._rejected("busy")
-            return _error(503, "too many verdicts at once; retry shortly", headers={"Retry-After": "1"})
+            return error_response(503, "too many verdicts at once; retry shortly", headers={"Retry-After": "1"})
         self._in_flight += 1
         try:
             return await self._take(request)
@@ -145,9 +129,9 @@ class FeedbackApi:
         except ValueError as exc:
             return self._bad(str(exc), str(getattr(exc, "field", "body")))
         except ConnectionError as exc:
-            return _error(503, str(exc), headers={"Retry-After": "5"})
-        return _json(document, 202)
+            return error_response(503, str(exc), headers={"Retry-After": "5"})
+        return json_response(encode_json(document), 202)
 
     def _bad(self, message: str, parameter: str) -> web.Response:
         self._rejected("bad_request")
-        return _error(400, message, parameter)
+        return error_response(400, message, parameter)

@@ -26,32 +26,20 @@ from typing import Any, Mapping, Protocol
 
 from aiohttp import web
 
-from monitor.admin.api import QueryError, decide_access, encode_json, parse_limit, single_values
-from monitor.telemetry import REQUESTS_REJECTED, Telemetry
+from monitor.admin.api import QueryError, encode_json, parse_limit, single_values
+from monitor.admin.responses import error_response, json_response, read_refusal, rejected
+from monitor.telemetry import Telemetry
 
 __all__ = ["ReviewApi", "ReviewSource"]
 
 log = logging.getLogger(__name__)
 _METRIC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-_TRANSPORT = "admin"
 
 
 class ReviewSource(Protocol):
     async def document(self, *, metric: str | None = None, limit: int | None = None) -> Mapping[str, Any]:
         """The ``/api/review`` document."""
         ...
-
-
-def _json(document: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(body=encode_json(document), status=status, content_type="application/json",
-                        charset="utf-8", headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
-                                                  **(headers or {})})
-
-
-def _error(status: int, message: str, parameter: str | None = None,
-           headers: Mapping[str, str] | None = None) -> web.Response:
-    doc = {"error": message} if parameter is None else {"error": message, "parameter": parameter}
-    return _json(doc, status, headers)
 
 
 class ReviewApi:
@@ -71,16 +59,12 @@ class ReviewApi:
         return [web.get("/api/review", self._review)]
 
     def _rejected(self, reason: str) -> None:
-        if self._telemetry is not None:
-            self._telemetry.add(REQUESTS_REJECTED, transport=_TRANSPORT, reason=reason)
+        rejected(self._telemetry, reason)
 
     async def _review(self, request: web.Request) -> web.StreamResponse:
-        decision = decide_access(remote=request.remote, host=request.headers.get("Host"),
-                                 authorization=request.headers.get("Authorization"), token=self._read)
-        if not decision.allowed:
-            self._rejected(decision.reason)
-            headers = {"WWW-Authenticate": 'Bearer realm="rag-monitor"'} if decision.status == 401 else None
-            return _error(decision.status, decision.message, headers=headers)
+        refusal = read_refusal(request, self._read, self._telemetry)
+        if refusal is not None:
+            return refusal
         try:
             values = single_values(request.query, ("metric", "limit"))
             metric = values.get("metric")
@@ -88,12 +72,12 @@ class ReviewApi:
                 raise QueryError("metric", "expected a metric id (letters, digits, _ . : -)")
             limit = parse_limit(values["limit"]) if "limit" in values else None
         except QueryError as exc:
-            return _error(400, str(exc), exc.parameter)
+            return error_response(400, str(exc), exc.parameter)
         if self._queue is None:
-            return _error(503, "the review queue needs the result store (exporters.store.enabled)")
+            return error_response(503, "the review queue needs the result store (exporters.store.enabled)")
         if self._in_flight >= self._max_in_flight:
             self._rejected("busy")
-            return _error(503, "too many review queue requests at once; retry shortly", headers={"Retry-After": "1"})
+            return error_response(503, "too many review queue requests at once; retry shortly", headers={"Retry-After": "1"})
         self._in_flight += 1
         try:
             document = await self._queue.document(metric=metric, limit=limit)
@@ -101,8 +85,8 @@ class ReviewApi:
             if not self._failing:
                 self._failing = True
                 log.warning("admin API: reading the review queue failed: %r", exc)
-            return _error(503, f"the review queue is unavailable ({type(exc).__name__}); see the monitor's log")
+            return error_response(503, f"the review queue is unavailable ({type(exc).__name__}); see the monitor's log")
         finally:
             self._in_flight -= 1
         self._failing = False
-        return _json(document)
+        return json_response(encode_json(document))

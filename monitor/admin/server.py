@@ -34,7 +34,6 @@ from monitor.admin.api import (
     EvaluationQuery,
     QueryError,
     StoredEvaluationView,
-    decide_access,
     encode_json,
     evaluation_item,
     parse_evaluations_query,
@@ -45,6 +44,7 @@ from monitor.admin.api import (
 )
 from monitor.admin.catalogue import MetricDescription
 from monitor.admin.feedback_api import FeedbackApi
+from monitor.admin.responses import error_response, json_response, read_refusal, rejected
 from monitor.admin.review_api import ReviewApi
 from monitor.admin.health import PipelineStatus
 from monitor.admin.status_page import page_response
@@ -52,27 +52,14 @@ from monitor.admin.summary import JailbreakSource, ReasonView, SummarySource, su
 from monitor.admin.turns import TurnView, parse_turns_query, turn_item
 from monitor.admin.config import AdminConfig
 from monitor.net.http_site import start_site
-from monitor.telemetry import REQUESTS_REJECTED, Telemetry
+from monitor.telemetry import Telemetry
 
 __all__ = ["AdminServer"]
 
 log = logging.getLogger(__name__)
 
-_TRANSPORT = "admin"  # the transport label of requests_rejected
 _STORE_OFF = "the result store is off (exporters.store.enabled)"
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def _json(body: bytes, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(body=body, status=status, content_type="application/json", charset="utf-8",
-                        headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
-                                 **(headers or {})})
-
-
-def _error(status: int, message: str, parameter: str | None = None,
-           headers: Mapping[str, str] | None = None) -> web.Response:
-    document = {"error": message} if parameter is None else {"error": message, "parameter": parameter}
-    return _json(encode_json(document), status, headers)
 
 
 class ResultReads(EvaluationQuery, Protocol):
@@ -121,25 +108,21 @@ class _ApiRoutes:
         return max((seconds for _, seconds in windows), default=3600.0)
 
     def _rejected(self, reason: str) -> None:
-        if self._telemetry is not None:
-            self._telemetry.add(REQUESTS_REJECTED, transport=_TRANSPORT, reason=reason)
+        rejected(self._telemetry, reason)
 
     def _guard(self, handler: _Handler) -> _Handler:
         async def guarded(request: web.Request) -> web.StreamResponse:
-            decision = decide_access(remote=request.remote, host=request.headers.get("Host"),
-                                     authorization=request.headers.get("Authorization"), token=self._token)
-            if not decision.allowed:
-                self._rejected(decision.reason)
-                headers = {"WWW-Authenticate": 'Bearer realm="rag-monitor"'} if decision.status == 401 else None
-                return _error(decision.status, decision.message, headers=headers)
+            refusal = read_refusal(request, self._token, self._telemetry)
+            if refusal is not None:
+                return refusal
             if self._in_flight >= self._max_in_flight:
                 self._rejected("busy")
-                return _error(503, "too many API requests at once; retry shortly", headers={"Retry-After": "1"})
+                return error_response(503, "too many API requests at once; retry shortly", headers={"Retry-After": "1"})
             self._in_flight += 1
             try:
                 return await handler(request)
             except QueryError as exc:
-                return _error(400, str(exc), exc.parameter)
+                return error_response(400, str(exc), exc.parameter)
             finally:
                 self._in_flight -= 1
 
@@ -150,12 +133,12 @@ class _ApiRoutes:
         if what not in self._failing:
             self._failing.add(what)
             log.warning("admin API: reading the %s failed: %r", what, exc)
-        return _error(503, f"the {what} is unavailable ({type(exc).__name__}); see the monitor's log")
+        return error_response(503, f"the {what} is unavailable ({type(exc).__name__}); see the monitor's log")
 
     async def _summary_route(self, request: web.Request) -> web.StreamResponse:
         source = self._summary
         if source is None:
-            return _error(503, "rolling statistics are off: no summary source is wired")
+            return error_response(503, "rolling statistics are off: no summary source is wired")
         now = self._clock()
         reasons: Sequence[ReasonView] = ()
         if self._store is not None:
@@ -170,37 +153,37 @@ class _ApiRoutes:
         except Exception as exc:
             return self._failed("rolling statistics", exc)
         self._failing.discard("rolling statistics")
-        return _json(body)
+        return json_response(body)
 
     async def _pipeline_route(self, request: web.Request) -> web.StreamResponse:
         pipeline = self._pipeline
         if pipeline is None:
-            return _error(503, "pipeline health is not wired")
+            return error_response(503, "pipeline health is not wired")
         try:
             body = await asyncio.to_thread(lambda: encode_json(pipeline.document()))
         except Exception as exc:
             return self._failed("pipeline counters", exc)
         self._failing.discard("pipeline counters")
-        return _json(body)
+        return json_response(body)
 
     async def _releases_route(self, request: web.Request) -> web.StreamResponse:
         single_values(request.query, ())
         board = self._releases
         if board is None:
-            return _error(503, "release comparisons are off (regressions.enabled)")
-        return _json(await asyncio.to_thread(lambda: encode_json(releases_document(board.snapshot()))))
+            return error_response(503, "release comparisons are off (regressions.enabled)")
+        return json_response(await asyncio.to_thread(lambda: encode_json(releases_document(board.snapshot()))))
 
     async def _regressions_route(self, request: web.Request) -> web.StreamResponse:
         single_values(request.query, ())
         board = self._releases
         if board is None:
-            return _error(503, "regression detection is off (regressions.enabled)")
-        return _json(await asyncio.to_thread(lambda: encode_json(regressions_document(board.snapshot()))))
+            return error_response(503, "regression detection is off (regressions.enabled)")
+        return json_response(await asyncio.to_thread(lambda: encode_json(regressions_document(board.snapshot()))))
 
     async def _turns_route(self, request: web.Request) -> web.StreamResponse:
         query = parse_turns_query(request.query, self._clock(), self._longest_seconds())
         if self._store is None:
-            return _error(503, _STORE_OFF)
+            return error_response(503, _STORE_OFF)
         try:
             turns = await self._store.worst_turns(since=query.since, metric=query.metric, limit=query.limit)
         except Exception as exc:
@@ -212,12 +195,12 @@ class _ApiRoutes:
             return encode_json({"items": items, "count": len(items),
                                 "query": {"metric": query.metric, "since": query.since, "limit": query.limit}})
 
-        return _json(await asyncio.to_thread(build))
+        return json_response(await asyncio.to_thread(build))
 
     async def _evaluations_route(self, request: web.Request) -> web.StreamResponse:
         query = parse_evaluations_query(request.query, self._clock())
         if self._store is None:
-            return _error(503, _STORE_OFF)
+            return error_response(503, _STORE_OFF)
         try:
             rows = await self._store.evaluations(metric=query.metric, outcome=query.outcome,
                                                  since=query.since, limit=query.limit)
@@ -229,7 +212,7 @@ class _ApiRoutes:
     async def _worst_route(self, request: web.Request) -> web.StreamResponse:
         query = parse_worst_query(request.query, self._clock(), self._longest_seconds())
         if self._store is None:
-            return _error(503, _STORE_OFF)
+            return error_response(503, _STORE_OFF)
         try:
             rows = await self._store.worst_recent(since=query.since, limit=query.limit)
         except Exception as exc:
@@ -243,7 +226,7 @@ class _ApiRoutes:
             items = [evaluation_item(row, self._excerpt_chars) for row in rows]
             return encode_json({"items": items, "count": len(items), "query": query})
 
-        return _json(await asyncio.to_thread(build))
+        return json_response(await asyncio.to_thread(build))
 
 
 class AdminServer:

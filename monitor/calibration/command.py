@@ -6,10 +6,8 @@ judge call), 3 a ``--fail-under`` kappa not met.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from pathlib import Path
-from typing import Iterator, Mapping, TextIO
+from typing import Mapping
 
 import click
 
@@ -18,6 +16,7 @@ from monitor.calibration.report import render_table, report_json
 from monitor.calibration.run import EXIT_FAIL_UNDER, CalibrateRequest, calibrate_files, chosen_metrics, kappa_gate
 from monitor.config import MonitorConfig
 from monitor.errors import ConfigError
+from monitor.offline.evaluate import open_out
 from monitor.offline.report import parse_fail_under
 
 __all__ = ["run", "parse_kappa_limits"]
@@ -43,7 +42,7 @@ def run(config: MonitorConfig, request: CalibrateRequest, environ: Mapping[str, 
     for metric in limits:
         if metric not in metrics:
             raise ConfigError(f"--fail-under {metric}: not among the calibrated metrics ({', '.join(metrics)})")
-    with _open_out(request.out) as out:  # an unwritable --out fails before the judge is paid
+    with open_out(request.out) as out:  # an unwritable --out fails before the judge is paid
         report = calibrate_files(config, request, environ, labelled)
         payload = report_json(report)
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False) if request.as_json else render_table(report))
@@ -53,16 +52,3 @@ def run(config: MonitorConfig, request: CalibrateRequest, environ: Mapping[str, 
     for reason in failures:
         click.echo(f"fail-under: {reason}", err=True)
     return EXIT_FAIL_UNDER if failures else 0
-
-
-@contextlib.contextmanager
-def _open_out(path: Path | None) -> Iterator[TextIO | None]:
-    if path is None:
-        yield None
-        return
-    try:
-        handle = path.open("w", encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"--out: cannot write {path}: {exc.strerror or exc}") from None
-    with handle:
-        yield handle

@@ -50,7 +50,7 @@ from monitor.model import Score, Turn
 from monitor.redaction import REDACTIONS, Redactor
 from monitor.telemetry import CountingTelemetry
 
-__all__ = ["EvalRequest", "RowOutcome", "EXIT_FAIL_UNDER", "DEFAULT_CONCURRENCY", "select_metrics",
+__all__ = ["EvalRequest", "RowOutcome", "EXIT_FAIL_UNDER", "DEFAULT_CONCURRENCY", "open_out", "select_metrics",
            "judge_config", "eval_concurrency", "evaluate_rows", "progress_label", "run"]
 
 log = logging.getLogger(__name__)
@@ -357,7 +357,7 @@ def run(config: MonitorConfig, request: EvalRequest, environ: Mapping[str, str] 
         metric_ids = [m for m in metric_ids if registry.get(m).tier != "judge" or m in on_service]
     telemetry = RecordingJudgeTelemetry()
     started = time.monotonic()
-    with _open_out(request.out) as out:
+    with open_out(request.out) as out:
         outcomes = asyncio.run(_run_async(dataset, evaluation, judge_cfg, concurrency, out, telemetry))
     summaries = _print_summary(dataset, outcomes, metric_ids, judge_cfg, telemetry, time.monotonic() - started)
     failures = fail_under_failures(summaries, limits)
@@ -387,7 +387,8 @@ def _parse_limits(specs: Sequence[str]) -> dict[str, float]:
 
 
 @contextlib.contextmanager
-def _open_out(path: Path | None) -> Iterator[TextIO | None]:
+def open_out(path: Path | None) -> Iterator[TextIO | None]:
+    """``--out``'s file, opened before any work so that an unwritable path fails first (None: no file)."""
     if path is None:
         yield None
         return
