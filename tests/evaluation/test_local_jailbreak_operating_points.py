@@ -1,10 +1,13 @@
-"""Operating points of the jailbreak-attempt detector: chosen on the project's benign calibration
-set, published in a table, picked by name in the config; every verdict says why (issue 30)."""
+"""Operating points of the jailbreak-attempt detector: chosen from the project's benign calibration
+set and hard negatives only, holding their bounds when validated by held-out kind, published in a
+table, picked by name in the config; every verdict says why (issue 30)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +24,9 @@ from monitor.evaluation.local.jailbreak_attempt import (
 )
 from monitor.evaluation.registry import default_registry
 from tests.evaluation.fakes import rag_turn
+from tools.jailbreak_detector import operating_points
 from tools.jailbreak_detector.calibration import generate
+from tools.jailbreak_detector.operating_points import POINTS, Scored
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = ROOT / "tools" / "jailbreak_detector" / "operating_points.json"
@@ -35,6 +40,43 @@ def test_the_points_are_those_of_the_published_report() -> None:
     doc = (ROOT / "docs" / "local-jailbreak.md").read_text()
     for name, threshold in OPERATING_POINTS.items():
         assert f"`{name}`" in doc and f"{threshold:.3f}" in doc
+
+
+def test_the_default_meets_the_issue_bars_held_out_by_kind_with_recall_beside_it() -> None:
+    report = json.loads(REPORT.read_text())
+    default = report["points"][DEFAULT_OPERATING_POINT]
+    assert report["bounds"][DEFAULT_OPERATING_POINT] == [0.01, 0.03]
+    pooled = report["held_out_kind"][DEFAULT_OPERATING_POINT]["pooled"]
+    assert pooled["turns"] >= 1000 and pooled["fpr"] <= 0.01 and pooled["fpr_hard"] <= 0.03
+    (row,) = [r for r in report["table"] if r["threshold"] == default]
+    assert row["fpr_calibration"] <= 0.01 and row["fpr_hard"] <= 0.03
+    assert 0 < row["recall"] <= 1 and report["counts"]["attacks"] >= 200
+    for name, (benign_bound, hard_bound) in POINTS.items():
+        assert report["bounds"][name] == [benign_bound, hard_bound]
+        validated = report["held_out_kind"][name]["pooled"]
+        assert validated["fpr"] <= benign_bound and validated["fpr_hard"] <= hard_bound, name
+
+
+def _rows(attack_score: float) -> list[Scored]:
+    grid = operating_points.GRID
+    benign = [Scored(grid[(7 * i + 3 * k) % len(grid)] - 0.001, 0, f"kind{k}", i % 4 == 0)
+              for k in range(4) for i in range(40)]
+    return benign + [Scored(attack_score, 1, "heldout:attacks", False) for _ in range(20)]
+
+
+def test_attacks_are_not_an_input_of_the_choice() -> None:
+    for function in (operating_points.choose, operating_points.held_out_kind, operating_points.select):
+        assert next(iter(inspect.signature(function).parameters)) == "benign"
+    rows = _rows(0.999)
+    with pytest.raises(ValueError, match="benign texts only"):
+        operating_points.choose(rows, POINTS["balanced"], 1.0)
+    with pytest.raises(ValueError, match="benign texts only"):
+        operating_points.select(rows, POINTS["balanced"])
+    high, low = operating_points.report(rows), operating_points.report(_rows(0.5))
+    assert high["points"] == low["points"] and high["held_out_kind"] == low["held_out_kind"]
+    assert high["table"] != low["table"]  # recall is reported, and only reported
+    shifted = [replace(r, score=0.0) if r.label else r for r in rows]
+    assert operating_points.report(shifted)["points"] == high["points"]
 
 
 def test_the_calibration_set_is_deterministic_and_wide() -> None:

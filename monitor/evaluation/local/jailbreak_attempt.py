@@ -11,8 +11,9 @@ probability. The weights ship in the package (``jailbreak/weights.npz``, trained
 The value is that probability (0-1); the turn is flagged, and the score is a defect, at or above
 the metric's ``threshold``, or the threshold of its named ``operating_point`` (:data:`OPERATING_POINTS`,
 the table in ``docs/local-jailbreak.md``). The default is ``balanced``: at most 1 % of the project's
-benign calibration set of customer traffic and at most 3 % of its hard negatives flagged
-(``tools/jailbreak_detector/operating_points.py``). The value is an attempt indicator about the
+benign calibration set of customer traffic and at most 3 % of its hard negatives flagged, also for
+a kind of traffic the choice never saw (validated by held-out kind;
+``tools/jailbreak_detector/operating_points.py``). The value is an attempt indicator about the
 user, not a defect of the app, but it is reported like one so its rate shows up like every other.
 ``details`` names the strongest signals behind the value (n-grams and structural features that
 pushed it up most), so a flagged turn can be read without rerunning the model.
@@ -54,12 +55,13 @@ __all__ = [
 
 METRIC_ID = "local_jailbreak_attempt"
 SCALE = (0.0, 1.0)
-# Named thresholds, from tools/jailbreak_detector/operating_points.json (a test keeps them equal):
-# the lowest threshold whose false-positive rates on the benign calibration set, on hard negatives
-# and on its worst kind stay under each point's bounds (calibration / hard / worst kind):
-# high_recall 3 % / 10 % / -, balanced 1 % / 3 % / 5 %, high_precision 0.25 % / 1 % / 1 %.
-# (train.py's validation threshold, stored in weights.npz, is 0.8607: about high_recall.)
-OPERATING_POINTS: dict[str, float] = {"high_precision": 0.975, "balanced": 0.955, "high_recall": 0.86}
+# Named thresholds, from tools/jailbreak_detector/operating_points.json (a test keeps them equal),
+# chosen from benign texts only (attacks only report recall): each point's bounds on the benign
+# calibration set and on hard negatives (high_recall 3 % / 10 %, balanced 1 % / 3 %,
+# high_precision 0.25 % / 1 %) hold when validated by held-out kind (the threshold chosen without a
+# kind, measured on it), not only on the kinds the choice saw.
+# (train.py's validation threshold, stored in weights.npz, is 0.8607: below high_recall.)
+OPERATING_POINTS: dict[str, float] = {"high_precision": 0.995, "balanced": 0.97, "high_recall": 0.90}
 DEFAULT_OPERATING_POINT = "balanced"
 DEFAULT_THRESHOLD = OPERATING_POINTS[DEFAULT_OPERATING_POINT]
 MEMO_SIZE = 4096
