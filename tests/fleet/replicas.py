@@ -3,9 +3,10 @@ tests in tests/fleet/test_fleet_sidecars.py run whole processes)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, AsyncIterator
 
 from monitor.fleet.config import FleetConfig
 from monitor.fleet.decisions import FleetDecider
@@ -18,7 +19,7 @@ from samplers.config import load_sampling_config
 from samplers.stage import SamplingStage
 from samplers.weighting import CellLedger
 
-__all__ = ["Replica", "turn"]
+__all__ = ["Replica", "running", "turn"]
 
 
 def turn(conversation: str, index: int) -> Turn:
@@ -63,3 +64,17 @@ class Replica:
         await self.decider.shutdown()
         await self.traffic.shutdown()
         await self.link.shutdown()
+
+
+@contextlib.asynccontextmanager
+async def running(*replicas: Replica) -> AsyncIterator[None]:
+    """Start ``replicas`` and stop every one that started, whatever the test does (stop is idempotent)."""
+    started: list[Replica] = []
+    try:
+        for r in replicas:
+            await r.start()
+            started.append(r)
+        yield
+    finally:
+        for r in started:
+            await r.stop()

@@ -6,7 +6,7 @@ import asyncio
 import random
 
 from monitor.fleet.decisions import FLEET_DECISIONS
-from tests.fleet.replicas import Replica, turn
+from tests.fleet.replicas import Replica, running, turn
 
 RATE_HALF = {"policies": [{"type": "probabilistic", "rate": 0.5}]}
 CAPPED = {"policies": [{"type": "rate_limit", "conversations_per_second": 2, "burst": 5, "adjust_seconds": 1}],
@@ -25,9 +25,7 @@ async def test_turns_spread_over_replicas_share_the_first_decision(redis_server)
     # A capped policy: each replica's own draw would differ (its bucket, its arrivals); the fleet's
     # first decision must hold for every turn of the conversation wherever it lands.
     replicas = [Replica(f"r{i}", redis_server.url, CAPPED) for i in range(3)]
-    for r in replicas:
-        await r.start()
-    try:
+    async with running(*replicas):
         rng = random.Random(7)
         conversations = [f"conv-{i}" for i in range(120)]
         sent = 0
@@ -46,17 +44,12 @@ async def test_turns_spread_over_replicas_share_the_first_decision(redis_server)
         assert 0 < kept < 120, "the cap should keep some and shed others"
         own = sum(r.telemetry.value(FLEET_DECISIONS, source="own") for r in replicas)
         assert own == 120  # each conversation proposed (and stored) once for the fleet
-    finally:
-        for r in replicas:
-            await r.stop()
 
 
 async def test_redis_away_decides_alone_and_writes_back(redis_server):
     a = Replica("a", redis_server.url, RATE_HALF)
     b = Replica("b", redis_server.url, RATE_HALF)
-    await a.start()
-    await b.start()
-    try:
+    async with running(a, b):
         await redis_server.stop()
         for i in range(20):
             a.submit(turn(f"alone-{i}", 0))
@@ -73,9 +66,6 @@ async def test_redis_away_decides_alone_and_writes_back(redis_server):
         await until(lambda: len(b.delivered) == 20)
         mine = {t.conversation_id: d.sampled for t, d in a.delivered}
         assert {t.conversation_id: d.sampled for t, d in b.delivered} == mine
-    finally:
-        await a.stop()
-        await b.stop()
 
 
 # A fleet bucket of 10 that hardly refills (5 a replica in a fleet of 2), and probabilities that stay 1
@@ -91,9 +81,7 @@ async def test_conversations_decided_elsewhere_spend_none_of_this_replicas_cap(r
     # they would take b's 5 tokens (in uniform order, most before the new ones) and shed the new ones.
     a = Replica("a", redis_server.url, BUCKET_OF_FIVE, fleet={"max_batch_wait_seconds": 0.1})
     b = Replica("b", redis_server.url, BUCKET_OF_FIVE, fleet={"max_batch_wait_seconds": 0.1})
-    await a.start()
-    await b.start()
-    try:
+    async with running(a, b):
         for i in range(40):
             a.submit(turn(f"old-{i}", 0))
         await until(lambda: len(a.delivered) == 40)
@@ -108,15 +96,11 @@ async def test_conversations_decided_elsewhere_spend_none_of_this_replicas_cap(r
         assert b.telemetry.value(FLEET_DECISIONS, source="own") == 5
         mine = {t.conversation_id: d.sampled for t, d in a.delivered}
         assert all(decided[c].sampled == s for c, s in mine.items())
-    finally:
-        await a.stop()
-        await b.stop()
 
 
 async def test_one_round_trip_per_batch_and_the_heartbeat_rides_along(redis_server):
     r = Replica("solo", redis_server.url, RATE_HALF, fleet={"max_batch_wait_seconds": 0.05,
                                                             "heartbeat_seconds": 30})
-    await r.start()
     calls: list[str] = []
     script = r.link.script
 
@@ -128,7 +112,7 @@ async def test_one_round_trip_per_batch_and_the_heartbeat_rides_along(redis_serv
         return await script(text, keys, args)
 
     r.link.script = counted  # type: ignore[method-assign]
-    try:
+    async with running(r):
         for burst in range(8):
             if burst == 4:
                 r.link._last_beat = float("-inf")  # a heartbeat is due: the next exchange carries it
@@ -145,8 +129,6 @@ async def test_one_round_trip_per_batch_and_the_heartbeat_rides_along(redis_serv
         assert r.telemetry.value(FLEET_DECISIONS, source="own") == 80
         assert "exchange+beat" in calls, calls  # the heartbeat rode on an exchange
         assert r.link.fleet_size == 1
-    finally:
-        await r.stop()
 
 
 async def test_shutdown_stores_the_drawn_proposals_for_the_fleet(redis_server):
@@ -154,9 +136,7 @@ async def test_shutdown_stores_the_drawn_proposals_for_the_fleet(redis_server):
     # the conversations' turns elsewhere would be decided again (evaluated in part).
     a = Replica("a", redis_server.url, RATE_HALF, fleet={"max_batch_wait_seconds": 5})
     b = Replica("b", redis_server.url, RATE_HALF, fleet={"max_batch_wait_seconds": 0.05})
-    await a.start()
-    await b.start()
-    try:
+    async with running(a, b):
         for i in range(12):
             a.submit(turn(f"late-{i}", 0))
         await until(lambda: len(a.decider._proposals) == 12)  # looked up, drawn, waiting for the next batch
@@ -169,5 +149,3 @@ async def test_shutdown_stores_the_drawn_proposals_for_the_fleet(redis_server):
         assert b.telemetry.value(FLEET_DECISIONS, source="fleet") == 12
         assert {t.conversation_id: d.sampled for t, d in b.delivered} == \
             {t.conversation_id: d.sampled for t, d in a.delivered}
-    finally:
-        await b.stop()
